@@ -1,0 +1,47 @@
+"""aiograd: reverse-mode automatic differentiation on numpy whose backward pass is an asyncio scheduler.
+
+    import aiograd as ag
+    x = ag.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    loss = (x ** 2).sum()
+    await loss.backward()
+"""
+
+from __future__ import annotations
+
+from .tensor import *  # noqa: F401,F403
+from .tensor import Tensor
+from .devices import Device, device
+from .ops import *  # noqa: F401,F403
+from .autograd import (
+    backward,
+    backward_sync,
+    detect_anomaly,
+    enable_grad,
+    grad,
+    grad_sync,
+    inference_mode,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
+from .autograd.engine import queue_callback, set_time_slice, get_time_slice
+from .autograd.function import Function, once_differentiable
+from . import autograd
+
+from .tensor import __all__ as _tensor_all
+from .ops import __dict__ as _ops_dict
+
+__version__ = "0.1.0"
+
+__all__ = (
+    list(_tensor_all)
+    + [n for n, v in _ops_dict.items() if not n.startswith("_") and callable(v) and not isinstance(v, type)]
+    + [
+        "Tensor", "Device", "device", "backward", "backward_sync", "grad", "grad_sync",
+        "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+        "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "queue_callback",
+        "set_time_slice", "get_time_slice", "Function", "once_differentiable", "autograd",
+    ]
+)

@@ -1,0 +1,228 @@
+"""The autograd front end: ``backward`` and ``grad`` (awaitable) and their blocking twins.
+
+They check the user's arguments (roots that need grad, root gradients of the
+right shape), find the edges to start from and to capture, and hand the pass
+to the engine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence, Union
+
+from . import grad_mode
+from .grad_mode import (
+    detect_anomaly,
+    enable_grad,
+    inference_mode,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    no_grad,
+    set_detect_anomaly,
+    set_grad_enabled,
+)
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+__all__ = [
+    "backward",
+    "grad",
+    "backward_sync",
+    "grad_sync",
+    "grad_mode",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "inference_mode",
+    "is_grad_enabled",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+]
+
+TensorOrTensors = Union["Tensor", Sequence["Tensor"]]
+
+
+def _as_tuple(x: Any) -> tuple[Any, ...]:
+    from ..tensor import Tensor
+
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs: tuple["Tensor", ...], grads: tuple[Any, ...], create_graph: bool) -> list[Any]:
+    """Root gradients: the given ones (shape-checked) or ones for scalar outputs."""
+    import numpy as np
+
+    from ..tensor import Tensor
+
+    out: list[Any] = []
+    for i, (o, g) in enumerate(zip(outputs, grads)):
+        if g is None:
+            if o._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if o._data.dtype.kind not in "fc":
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs but got {o._data.dtype}"
+                )
+            arr = np.ones(o.shape, o._data.dtype)
+            out.append(Tensor._wrap(arr, o._device) if create_graph else arr)
+            continue
+        if not isinstance(g, Tensor):
+            g = Tensor._wrap(np.asarray(g, dtype=o._data.dtype), o._device)
+        if g.shape != o.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and output[{i}] has a "
+                f"shape of {list(o.shape)}."
+            )
+        if g._device is not o._device:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device: grad_output[{i}] is on {g._device} "
+                f"but output[{i}] is on {o._device}"
+            )
+        out.append(g if create_graph else g._data)
+    return out
+
+
+def _root_edges(outputs: tuple["Tensor", ...]) -> list[Any]:
+    edges = []
+    for i, t in enumerate(outputs):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        edges.append(t._gradient_edge())
+    return edges
+
+
+def _grad_tensors(tensors: tuple[Any, ...], grad_tensors: Any) -> tuple[Any, ...]:
+    from ..tensor import Tensor
+
+    if grad_tensors is None:
+        return (None,) * len(tensors)
+    if isinstance(grad_tensors, Tensor):
+        grad_tensors = (grad_tensors,)
+    grad_tensors = tuple(grad_tensors)
+    if len(grad_tensors) != len(tensors):
+        raise RuntimeError(
+            f"grad_tensors should have the same length as tensors: got {len(grad_tensors)} and {len(tensors)}"
+        )
+    return grad_tensors
+
+
+async def backward(
+    tensors: TensorOrTensors,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: TensorOrTensors | None = None,
+) -> None:
+    """Accumulate into ``.grad`` of the leaves the gradient of ``tensors`` (torch.autograd.backward)."""
+    from .engine import default_engine
+
+    roots = _as_tuple(tensors)
+    if inputs is not None:
+        in_t = _as_tuple(inputs)
+        if not in_t:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    else:
+        in_t = ()
+    grads = _make_grads(roots, _grad_tensors(roots, grad_tensors), create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    edges = _root_edges(roots)
+    outputs = None
+    if in_t:
+        outputs = []
+        for t in in_t:
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if t.grad_fn is not None:
+                t.retain_grad()
+            outputs.append(t._gradient_edge())
+    await default_engine.execute(edges, grads, retain_graph, create_graph, True, outputs)
+
+
+async def grad(
+    outputs: TensorOrTensors,
+    inputs: TensorOrTensors,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple["Tensor | None", ...]:
+    """The gradients of ``outputs`` w.r.t. ``inputs``, without touching ``.grad`` (torch.autograd.grad)."""
+    import numpy as np
+
+    from ..tensor import Tensor
+    from .engine import default_engine
+
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported; loop over the batch instead")
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, but got "
+            "allow_unused=False."
+        )
+    allow_unused = bool(allow_unused) or materialize_grads
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    if not ins:
+        raise RuntimeError("grad requires at least one input")
+    grads = _make_grads(outs, _grad_tensors(outs, grad_outputs), create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    edges = _root_edges(outs)
+    out_edges = []
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad() inputs must be Tensors, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        out_edges.append(t._gradient_edge())
+    captured = await default_engine.execute(edges, grads, retain_graph, create_graph, False, out_edges)
+    assert captured is not None
+    result: list[Tensor | None] = []
+    for t, g in zip(ins, captured):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the graph. "
+                    "Set allow_unused=True if this is the desired behavior."
+                )
+            result.append(Tensor._wrap(np.zeros(t.shape, t.dtype), t._device) if materialize_grads else None)
+        elif isinstance(g, Tensor):
+            result.append(g)
+        else:
+            arr = g if (g.__class__ is np.ndarray and g.flags.writeable) else np.array(g)
+            result.append(Tensor._wrap(arr, t._device))
+    return tuple(result)
+
+
+def _refuse_in_loop(name: str) -> None:
+    from .._aio import running_loop_kind
+
+    if running_loop_kind() is not None:
+        raise RuntimeError(
+            f"{name}() cannot run inside a running event loop (it would block it); "
+            f"use `await {name.replace('_sync', '')}(...)` instead"
+        )
+
+
+def backward_sync(*args: Any, **kwargs: Any) -> None:
+    """Blocking ``backward`` for code outside an event loop."""
+    from .._aio import run_sync
+
+    _refuse_in_loop("backward_sync")
+    run_sync(lambda: backward(*args, **kwargs))
+
+
+def grad_sync(*args: Any, **kwargs: Any) -> tuple["Tensor | None", ...]:
+    """Blocking ``grad`` for code outside an event loop."""
+    from .._aio import run_sync
+
+    _refuse_in_loop("grad_sync")
+    return run_sync(lambda: grad(*args, **kwargs))  # type: ignore[no-any-return]

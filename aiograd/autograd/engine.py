@@ -1,0 +1,733 @@
+"""The backward engine: GraphTask, evaluate_function, validate_outputs, Engine.execute.
+
+A translation of torch's engine.cpp onto an event loop. The coroutine that
+awaits ``backward()`` drives its own GraphTask: it runs ready nodes back to
+back on the loop thread and yields to the loop only when its time slice is
+spent, so a small graph costs no suspension at all and a large one never
+starves other coroutines.
+
+NOTE [GraphTask lifetime]: a GraphTask lives for one call of
+``Engine.execute``. It is created with the dependency counts of every node
+reachable from the roots, runs until no task is outstanding, commits its
+staged gradients, runs final callbacks and is dropped. Nothing of it is
+stored on the nodes (NOTE [Per-pass state] in graph.py).
+
+NOTE [Dependency counting]: ``GraphTask.table`` maps each node to the number
+of edges still to deliver a gradient to it (a plain int, so no gc-tracked
+object is made per node up front). When the first gradient of a node with
+several pending edges arrives, the int is replaced by an ``InputBuffer`` that
+sums the gradients; a node with a single pending edge becomes ready at once
+with a one-element list and never gets a buffer.
+
+NOTE [Staged gradients]: ``AccumulateGrad`` does not write ``.grad`` during
+the pass. Its gradient (and a retained gradient) is staged in the GraphTask
+and committed when the pass completes; a pass that fails or is cancelled
+leaves every ``.grad`` exactly as it was. Post-accumulate-grad hooks run at
+commit.
+
+NOTE [Aliasing]: backward rules hand out arrays that others still hold
+(AddBackward passes one array to both inputs, a sum's backward is a read-only
+broadcast view, a pass-through forwards the user's gradient). The engine adds
+in place only into an array it made itself (``InputBuffer.owned``); the first
+sum into a slot is out of place. The same rule decides whether ``.grad`` may
+take an array or must copy it.
+
+NOTE [Reentrant backward]: a node whose apply awaits ``backward``/``grad``
+starts a nested GraphTask at depth + 1. It is driven inline by the awaiting
+coroutine (its nodes therefore run before any of the outer task's), except at
+every ``_REENTRANT_TASK_EVERY``-th level, where it is driven by a fresh
+task: the await chain, and so the Python stack, stays short however deep the
+nesting (1000 levels work), and no thread is ever started.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import heapq
+import warnings
+from time import perf_counter
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import _aio
+from ..devices import CPU
+from ..tensor import Tensor
+from . import grad_mode as _gm
+from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, is_expandable_to, sum_to
+from .ready_queue import next_tiebreak
+
+__all__ = [
+    "Engine",
+    "GraphTask",
+    "InputBuffer",
+    "validate_outputs",
+    "queue_callback",
+    "set_time_slice",
+    "get_time_slice",
+    "current_graph_task",
+]
+
+_current_graph_task: contextvars.ContextVar["GraphTask | None"] = contextvars.ContextVar(
+    "aiograd_current_graph_task", default=None
+)
+
+_time_slice = 0.001
+_CHECK_EVERY = 64  # nodes between two reads of the clock
+_REENTRANT_TASK_EVERY = 32
+
+
+def set_time_slice(seconds: float) -> None:
+    """How long a backward pass may run on the loop thread before it yields (default 1 ms)."""
+    global _time_slice
+    if not seconds > 0:
+        raise ValueError(f"time slice must be a positive number of seconds, got {seconds!r}")
+    _time_slice = float(seconds)
+
+
+def get_time_slice() -> float:
+    return _time_slice
+
+
+def current_graph_task() -> "GraphTask | None":
+    """The GraphTask whose backward is running in this context, if any."""
+    return _current_graph_task.get()
+
+
+def queue_callback(callback: Callable[[], Any]) -> None:
+    """Run ``callback`` when the current backward pass completes (only valid during one)."""
+    gt = _current_graph_task.get()
+    if gt is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    gt.final_callbacks.append(callback)
+
+
+class InputBuffer:
+    """Gradients arriving at the inputs of one node, summed per input (NOTE [Aliasing])."""
+
+    __slots__ = ("grads", "owned", "remaining")
+
+    def __init__(self, n: int, remaining: int) -> None:
+        self.grads: list[Any] = [None] * n
+        self.owned = 0  # bit i set: grads[i] was made by the engine and may be added into
+        self.remaining = remaining
+
+    def add(self, nr: int, g: Any) -> None:
+        if g is None:
+            return
+        grads = self.grads
+        old = grads[nr]
+        if old is None:
+            grads[nr] = g
+        elif (self.owned >> nr) & 1:
+            np.add(old, g, out=old)
+        else:
+            new = old + g
+            grads[nr] = new
+            if new.__class__ is np.ndarray:
+                self.owned |= 1 << nr
+
+
+class GraphTask:
+    """The state of one backward pass (torch's GraphTask)."""
+
+    __slots__ = (
+        "keep_graph",
+        "create_graph",
+        "reentrant_depth",
+        "table",
+        "pending_buffers",
+        "exec_info",
+        "captured",
+        "staged",
+        "heap",
+        "outstanding",
+        "error",
+        "final_callbacks",
+        "warnings",
+        "check_nan",
+        "_wakeup",
+        "completed",
+    )
+
+    def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int) -> None:
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.reentrant_depth = reentrant_depth
+        self.table: dict[Node, Any] = {}
+        self.pending_buffers = 0
+        self.exec_info: dict[Node, list[Any]] | None = None
+        self.captured: list[Any] | None = None
+        # tensor -> [grad, owned, is_retained_grad]
+        self.staged: dict[Tensor, list[Any]] = {}
+        self.heap: list[tuple[int, int, Node, list[Any]]] = []
+        self.outstanding = 0  # tasks of this GraphTask queued or running on device queues
+        self.error: BaseException | None = None
+        self.final_callbacks: list[Callable[[], Any]] = []
+        self.warnings: list[warnings.WarningMessage] = []
+        self.check_nan = _gm.is_anomaly_check_nan_enabled()
+        self._wakeup: Any = None
+        self.completed = False
+
+    # ----- staging (NOTE [Staged gradients]) -------------------------------------------
+    def stage(self, variable: Tensor, g: Any, retained: bool = False) -> None:
+        if g is None:
+            return
+        entry = self.staged.get(variable)
+        if entry is None:
+            self.staged[variable] = [g, False, retained]
+        elif entry[1]:
+            np.add(entry[0], g, out=entry[0])
+        else:
+            new = entry[0] + g
+            entry[0] = new
+            entry[1] = new.__class__ is np.ndarray
+
+    def commit(self) -> None:
+        """Write the staged gradients into ``.grad`` and run post-accumulate-grad hooks."""
+        create_graph = self.create_graph
+        for variable, (g, owned, retained) in self.staged.items():
+            if retained:
+                _commit_retained(variable, g, owned)
+                continue
+            with _gm.set_grad_enabled(create_graph):
+                accumulate_into_grad(variable, g, owned)
+            hooks = variable._post_accumulate_hooks
+            if hooks:
+                for hook in list(hooks.values()):
+                    hook(variable)
+        self.staged.clear()
+
+    # ----- device work (see devices.py) ------------------------------------------------
+    def notify(self) -> None:
+        """Wake the driver if it waits for device work."""
+        ev = self._wakeup
+        if ev is not None:
+            self._wakeup = None
+            ev.set()
+
+    async def wait_for_work(self) -> None:
+        ev = _aio.Event()
+        self._wakeup = ev
+        await ev.wait()
+
+
+def _commit_retained(t: Tensor, g: Any, owned: bool) -> None:
+    if isinstance(g, Tensor):
+        t._grad = g if t._grad is None else t._grad + g  # type: ignore[operator]
+        return
+    if t._grad is None:
+        arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else np.array(g, copy=True)
+        t._grad = Tensor._wrap(arr, t._device)
+    else:
+        t._grad = Tensor._wrap(t._grad._data + g, t._device)
+
+
+# ----- validate_outputs -------------------------------------------------------------
+
+
+def _shape_str(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def validate_grad(node_name: str, index: int, g: Any, meta: Any) -> Any:
+    """The full validate_outputs path for one gradient: broadcast reduction, dtype cast, device."""
+    shape, dtype, device = meta
+    if g.shape != shape:
+        if is_expandable_to(shape, g.shape):
+            g = sum_to(g, shape)
+        else:
+            raise RuntimeError(
+                f"Function {node_name} returned an invalid gradient at index {index} - got "
+                f"{_shape_str(g.shape)} but expected shape compatible with {_shape_str(shape)}"
+            )
+    if g.dtype != dtype:
+        if isinstance(g, Tensor):
+            g = g.to(dtype)  # type: ignore[attr-defined]
+        else:
+            g = np.asarray(g).astype(dtype)
+    if isinstance(g, Tensor) and g._device is not device:
+        if g.ndim == 0:
+            g = g.to(device)  # type: ignore[attr-defined]
+        else:
+            raise RuntimeError(
+                f"Function {node_name} returned an invalid gradient at index {index} - expected device "
+                f"{device} but got {g._device}"
+            )
+    return g
+
+
+def validate_outputs(edges: Sequence[Edge | None], grads: Sequence[Any], node_name: str = "GraphRoot") -> list[Any]:
+    """Check a node's gradients against the inputs they flow into (count, shape, dtype, device)."""
+    if len(grads) != len(edges):
+        raise RuntimeError(
+            f"Function {node_name} returned an invalid number of gradients - expected {len(edges)}, "
+            f"but got {len(grads)}"
+        )
+    out = list(grads)
+    for i, (e, g) in enumerate(zip(edges, grads)):
+        if e is None or g is None:
+            continue
+        meta = e[0].input_metadata[e[1]]
+        out[i] = validate_grad(node_name, i, g, meta)
+    return out
+
+
+# ----- graph analysis ---------------------------------------------------------------
+
+
+def compute_dependencies(root: Node, table: dict[Node, Any], min_topo_nr: int = 0) -> None:
+    """Count, for every node reachable from ``root``, the edges that point to it (iterative)."""
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    get = table.get
+    while stack:
+        fn = pop()
+        for e in fn.next_edges:
+            if e is None:
+                continue
+            nxt = e[0]
+            c = get(nxt)
+            if c is None:
+                table[nxt] = 1
+                if nxt.topological_nr >= min_topo_nr:
+                    push(nxt)
+            else:
+                table[nxt] = c + 1
+
+
+def init_to_execute(
+    root: Node, outputs: Sequence[Edge], accumulate_grad: bool, min_topo_nr: int
+) -> dict[Node, list[Any]]:
+    """Mark which nodes must run so that only paths to ``outputs`` execute (torch's ExecInfo).
+
+    Returns node -> [needed, captures] where captures is a list of
+    (input_nr, output_index) or None.
+    """
+    info: dict[Node, list[Any]] = {}
+    for idx, (node, nr) in enumerate(outputs):
+        entry = info.get(node)
+        if entry is None:
+            entry = info[node] = [False, None]
+        if accumulate_grad:
+            entry[0] = True
+        else:
+            if entry[1] is None:
+                entry[1] = []
+            entry[1].append((nr, idx))
+
+    def should_execute(fn: Node) -> bool:
+        e = info.get(fn)
+        return e is not None and (e[0] or e[1] is not None)
+
+    def mark_needed(fn: Node) -> None:
+        e = info.get(fn)
+        if e is None:
+            info[fn] = [True, None]
+        else:
+            e[0] = True
+
+    mark_needed(root)
+    seen = {root}
+    stack: list[tuple[Node, Any]] = [(root, iter(root.next_edges))]
+    while stack:
+        fn, it = stack[-1]
+        child = None
+        for e in it:
+            if e is None:
+                continue
+            c = e[0]
+            if c in seen:
+                if should_execute(c):
+                    mark_needed(fn)
+                continue
+            seen.add(c)
+            if c.topological_nr < min_topo_nr:
+                continue
+            child = c
+            break
+        if child is not None:
+            stack.append((child, iter(child.next_edges)))
+        else:
+            stack.pop()
+            if stack and should_execute(fn):
+                mark_needed(stack[-1][0])
+    return info
+
+
+# ----- hooks ------------------------------------------------------------------------
+
+
+def _wrap_for_hook(g: Any, device: Any) -> Any:
+    if g is None or isinstance(g, Tensor):
+        return g
+    return Tensor._wrap(np.asarray(g), device)
+
+
+def _unwrap_from_hook(new: Any, old: Any) -> Any:
+    if new is None:
+        return old
+    if isinstance(new, Tensor) and not isinstance(old, Tensor):
+        return new._data
+    return new
+
+
+def call_tensor_pre_hooks(gt: GraphTask, node: Node, grads: list[Any]) -> list[Any]:
+    """Tensor hooks (``t.register_hook``) then retains-grad hooks, as torch orders them."""
+    grads = list(grads)
+    hooks = node._tensor_pre_hooks
+    if hooks:
+        for nr, fn in list(hooks.values()):
+            g = grads[nr]
+            if g is None:
+                continue
+            meta = node.input_metadata[nr]
+            new = fn(_wrap_for_hook(g, meta[2]))
+            if new is not None:
+                _check_hook_result(node, nr, new, meta)
+                grads[nr] = _unwrap_from_hook(new, g)
+    if node.__class__ is AccumulateGrad:
+        leaf_hooks = node.variable._hooks  # type: ignore[attr-defined]
+        if leaf_hooks and grads[0] is not None:
+            meta = node.input_metadata[0]
+            for fn in list(leaf_hooks.values()):
+                new = fn(_wrap_for_hook(grads[0], meta[2]))
+                if new is not None:
+                    _check_hook_result(node, 0, new, meta)
+                    grads[0] = _unwrap_from_hook(new, grads[0])
+    rg = node._retains_grad_hooks
+    if rg:
+        for nr, ref in list(rg.items()):
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                gt.stage(t, grads[nr], retained=True)
+    return grads
+
+
+def _check_hook_result(node: Node, nr: int, new: Any, meta: Any) -> None:
+    if not isinstance(new, (Tensor, np.ndarray)):
+        raise TypeError(f"hook on the gradient of {node.name()} must return a Tensor or None, got {type(new).__name__}")
+    if new.shape != meta[0]:
+        raise RuntimeError(
+            f"hook on the gradient of {node.name()} returned a gradient of shape {_shape_str(new.shape)} "
+            f"but expected shape {_shape_str(meta[0])}: a hook must return a gradient of the same shape"
+        )
+
+
+def call_pre_hooks(node: Node, grads: list[Any]) -> list[Any]:
+    hooks = node._pre_hooks
+    if hooks:
+        for fn in list(hooks.values()):
+            wrapped = tuple(_wrap_for_hook(g, m[2]) for g, m in zip(grads, node.input_metadata))
+            new = fn(wrapped)
+            if new is not None:
+                if len(new) != len(grads):
+                    raise RuntimeError(
+                        f"pre hook of {node.name()} returned {len(new)} gradients, expected {len(grads)}"
+                    )
+                grads = [_unwrap_from_hook(n, g) for n, g in zip(new, grads)]
+    return grads
+
+
+def call_post_hooks(node: Node, outputs: list[Any], inputs: list[Any]) -> list[Any]:
+    hooks = node._post_hooks
+    if hooks:
+        devs = [e[0].input_metadata[e[1]][2] if e is not None else CPU for e in node.next_edges]
+        for fn in list(hooks.values()):
+            w_out = tuple(_wrap_for_hook(g, d) for g, d in zip(outputs, devs))
+            w_in = tuple(_wrap_for_hook(g, m[2]) for g, m in zip(inputs, node.input_metadata))
+            new = fn(w_out, w_in)
+            if new is not None:
+                if len(new) != len(outputs):
+                    raise RuntimeError(
+                        f"hook of {node.name()} returned {len(new)} gradients, expected {len(outputs)}"
+                    )
+                outputs = [_unwrap_from_hook(n, g) for n, g in zip(new, outputs)]
+    return outputs
+
+
+def _annotate(err: BaseException, node: Node) -> None:
+    trace = node._forward_trace
+    if trace is not None and hasattr(err, "add_note"):
+        err.add_note(
+            f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n" + "".join(trace)
+        )
+
+
+# ----- the engine -------------------------------------------------------------------
+
+
+class Engine:
+    """Runs backward passes. One instance serves every pass on every loop (it keeps no per-pass state)."""
+
+    # A hook for the device layer: None runs every node inline on the loop thread.
+    # Otherwise a callable (graph_task, node) -> bool saying "offload this node".
+    offload_policy: Callable[[GraphTask, Node], bool] | None = None
+
+    async def execute(
+        self,
+        roots: Sequence[Edge],
+        root_grads: Sequence[Any],
+        keep_graph: bool,
+        create_graph: bool,
+        accumulate_grad: bool,
+        outputs: Sequence[Edge] | None = None,
+    ) -> list[Any] | None:
+        """Run one backward pass from ``roots`` seeded with ``root_grads``.
+
+        Returns the captured gradients of ``outputs`` when ``accumulate_grad``
+        is false (``grad()``), else None after committing into ``.grad``.
+        """
+        parent = _current_graph_task.get()
+        depth = parent.reentrant_depth + 1 if parent is not None else 0
+        gt = GraphTask(keep_graph, create_graph, depth)
+        root_grads = validate_outputs(roots, root_grads)
+
+        if len(roots) == 1 and roots[0] is not None:
+            # One root: start at its node directly (no GraphRoot), as torch does.
+            first: Node = roots[0][0]
+            first_grads: list[Any] = [None] * len(first.input_metadata)
+            first_grads[roots[0][1]] = root_grads[0]
+        else:
+            first = GraphRoot(list(roots), list(root_grads))
+            first_grads = []
+
+        min_topo = 0
+        if outputs:
+            min_topo = min(e[0].topological_nr for e in outputs)
+        compute_dependencies(first, gt.table, min_topo)
+        if outputs:
+            gt.exec_info = init_to_execute(first, outputs, accumulate_grad, min_topo)
+            if not accumulate_grad:
+                gt.captured = [None] * len(outputs)
+
+        if depth and depth % _REENTRANT_TASK_EVERY == 0:
+            await _run_in_fresh_task(self._drive, gt, first, first_grads)
+        else:
+            await self._drive(gt, first, first_grads)
+        return gt.captured
+
+    async def _drive(self, gt: GraphTask, first: Node, first_grads: list[Any]) -> None:
+        token = _current_graph_task.set(gt)
+        mode_token = _gm._grad_enabled.set(gt.create_graph)
+        try:
+            with np.errstate(all="ignore"):
+                await self._loop(gt, first, first_grads)
+            self._post_process(gt)
+        except BaseException as e:
+            gt.error = e
+            raise
+        finally:
+            gt.completed = True
+            _gm._grad_enabled.reset(mode_token)
+            _current_graph_task.reset(token)
+
+    def _post_process(self, gt: GraphTask) -> None:
+        if gt.pending_buffers:
+            raise RuntimeError("could not compute gradients for some functions")
+        gt.commit()
+        # Final callbacks may queue more callbacks; run until none is left.
+        cbs = gt.final_callbacks
+        i = 0
+        while i < len(cbs):
+            cbs[i]()
+            i += 1
+        for w in gt.warnings:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+    async def _loop(self, gt: GraphTask, node: Node, grads: list[Any]) -> None:
+        """The hot loop: evaluate ready nodes back to back (see DESIGN.md §3 "The hot loop")."""
+        heap = gt.heap
+        heappush = heapq.heappush
+        heappop = heapq.heappop
+        tiebreak = next_tiebreak
+        table = gt.table
+        exec_info = gt.exec_info
+        keep_graph = gt.keep_graph
+        check_nan = gt.check_nan
+        policy = self.offload_policy
+        AG = AccumulateGrad
+        ndarray = np.ndarray
+        slice_len = _time_slice
+        deadline = perf_counter() + slice_len
+        countdown = _CHECK_EVERY
+        nxt: Node | None = None
+        nxt_grads: list[Any] = grads
+        nxt_key = 0
+
+        while True:
+            try:
+                # ---- evaluate_function(node, grads) --------------------------------
+                if exec_info is not None:
+                    grads = self._instrument(gt, node, grads)
+                    if grads is None:
+                        node = None
+                hooked = node is not None and node._hooked
+                if hooked:
+                    grads = call_tensor_pre_hooks(gt, node, grads)
+                    if node._pre_hooks:
+                        grads = call_pre_hooks(node, grads)
+                if node is None:
+                    pass
+                elif node.__class__ is AG:
+                    gt.stage(node.variable, grads[0])  # type: ignore[attr-defined]
+                else:
+                    edges = node.next_edges
+                    if grads[0] is None and not node._runs_on_undefined and all(g is None for g in grads):
+                        outputs: Any = [None] * len(edges)
+                    elif policy is not None and policy(gt, node):
+                        outputs = await self._offload(gt, node, grads)
+                    else:
+                        outputs = node.apply(grads)
+                        if outputs.__class__ is not tuple and outputs.__class__ is not list:
+                            outputs = await outputs
+                    if not keep_graph and node._saves:
+                        node.release_variables()
+                    if len(outputs) != len(edges):
+                        raise RuntimeError(
+                            f"Function {node.name()} returned an invalid number of gradients - expected "
+                            f"{len(edges)}, but got {len(outputs)}"
+                        )
+                    if hooked and node._post_hooks:
+                        outputs = call_post_hooks(node, validate_outputs(edges, outputs, node.name()), grads)
+                    if check_nan:
+                        _check_nan(node, outputs)
+                    # ---- propagate to the next nodes ---------------------------------
+                    for e, g in zip(edges, outputs):
+                        if e is None:
+                            continue
+                        nn, nr = e
+                        if g is not None:
+                            meta = nn.input_metadata[nr]
+                            if g.dtype is not meta[1] or g.shape != meta[0]:
+                                g = validate_grad(node.name(), _index_of(outputs, g), g, meta)
+                        if exec_info is not None:
+                            info = exec_info.get(nn)
+                            if info is None or not (info[0] or info[1] is not None):
+                                continue
+                        entry = table.get(nn)
+                        if entry.__class__ is int:
+                            if entry == 1:
+                                k = len(nn.input_metadata)
+                                if k == 1:
+                                    ready = [g]
+                                else:
+                                    ready = [None] * k
+                                    ready[nr] = g
+                            else:
+                                buf = InputBuffer(len(nn.input_metadata), entry - 1)
+                                buf.grads[nr] = g
+                                table[nn] = buf
+                                gt.pending_buffers += 1
+                                continue
+                        elif entry is None:
+                            raise RuntimeError(f"dependency not found for {nn.name()}")
+                        else:
+                            entry.add(nr, g)
+                            entry.remaining -= 1
+                            if entry.remaining:
+                                continue
+                            del table[nn]
+                            gt.pending_buffers -= 1
+                            ready = entry.grads
+                        # ---- push to the ready queue ----
+                        if nxt is None:
+                            nxt = nn
+                            nxt_grads = ready
+                            nxt_key = -nn.sequence_nr
+                        else:
+                            heappush(heap, (-nn.sequence_nr, tiebreak(), nn, ready))
+            except BaseException as err:
+                if isinstance(err, Exception) and node is not None:
+                    _annotate(err, node)
+                raise
+
+            # ---- pick the next task: the "next" slot unless the heap top outranks it ----
+            if nxt is not None:
+                if heap and heap[0][0] < nxt_key:
+                    _, _, node, grads = heappop(heap)
+                    heappush(heap, (nxt_key, tiebreak(), nxt, nxt_grads))
+                else:
+                    node = nxt
+                    grads = nxt_grads
+                nxt = None
+            elif heap:
+                _, _, node, grads = heappop(heap)
+            elif gt.outstanding:
+                # Only device work is left: sleep until a device worker hands back a ready node.
+                while not heap:
+                    if gt.error is not None:
+                        raise gt.error
+                    if not gt.outstanding:
+                        return
+                    await gt.wait_for_work()
+                _, _, node, grads = heappop(heap)
+            else:
+                return
+            countdown -= 1
+            if not countdown:
+                countdown = _CHECK_EVERY
+                if perf_counter() >= deadline:
+                    await _aio.checkpoint()
+                    slice_len = _time_slice
+                    deadline = perf_counter() + slice_len
+
+    def _instrument(self, gt: GraphTask, node: Node, grads: list[Any]) -> list[Any] | None:
+        """ExecInfo: capture gradients for ``grad()`` and skip nodes that need not run."""
+        info = gt.exec_info.get(node)  # type: ignore[union-attr]
+        if info is None:
+            return None
+        needed, captures = info
+        if captures is not None:
+            captured_from = grads if needed else call_tensor_pre_hooks(gt, node, grads)
+            for nr, idx in captures:
+                gt.captured[idx] = captured_from[nr]  # type: ignore[index]
+        return grads if needed else None
+
+    async def _offload(self, gt: GraphTask, node: Node, grads: list[Any]) -> Any:
+        from ..devices import run_node_on_device  # type: ignore[attr-defined]
+
+        return await run_node_on_device(node, grads)
+
+
+
+
+def _index_of(outputs: Sequence[Any], g: Any) -> int:
+    for i, o in enumerate(outputs):
+        if o is g:
+            return i
+    return -1
+
+
+def _check_nan(node: Node, outputs: Sequence[Any]) -> None:
+    for i, g in enumerate(outputs):
+        if g is None:
+            continue
+        arr = g._data if isinstance(g, Tensor) else np.asarray(g)
+        if arr.dtype.kind in "fc" and np.isnan(arr).any():
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+async def _run_in_fresh_task(fn: Callable[..., Any], *args: Any) -> None:
+    """Run ``await fn(*args)`` in a new task of the running loop and wait for it (keeps stacks short)."""
+    import anyio
+
+    result: list[BaseException] = []
+
+    async def runner() -> None:
+        try:
+            await fn(*args)
+        except BaseException as e:  # re-raised in the caller below, outside the task group
+            if isinstance(e, Exception):
+                result.append(e)
+            else:
+                raise
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner)
+    if result:
+        raise result[0]
+
+
+default_engine = Engine()

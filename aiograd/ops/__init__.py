@@ -1,0 +1,11 @@
+"""Differentiable primitives, one module per family, each with its derivative rules.
+
+Importing this package attaches every op to ``Tensor`` as a method as well.
+"""
+
+from . import _common  # noqa: F401  (installs numpy dispatch on Tensor)
+from .convert import *  # noqa: F401,F403
+from .elementwise import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .reduce import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403

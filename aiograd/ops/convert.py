@@ -1,0 +1,92 @@
+"""Copies and conversions: clone, to(dtype|device), type casts. Differentiable where
+the dtype is floating: the gradient is cast (or moved) back to the source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd.graph import Node
+from ..devices import Device
+from ..tensor import Tensor, _resolve_dtype
+from ._common import needs_grad, record, tensor_method
+
+__all__ = ["clone", "to"]
+
+
+class CloneBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        return (grads[0],)
+
+
+def clone(input: Tensor) -> Tensor:
+    """A copy with its own storage, differentiable (gradient passes through)."""
+    out = Tensor._wrap(input._data.copy(), input._device)
+    if needs_grad(input):
+        record(CloneBackward0(), (input,), (out,))
+    return out
+
+
+class ToCopyBackward0(Node):
+    """Gradient of a dtype/device change: cast (and move) it back to the source."""
+
+    __slots__ = ("src_dtype", "src_device")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        if isinstance(g, Tensor):
+            return (g.to(device=self.src_device, dtype=self.src_dtype),)
+        return (g.astype(self.src_dtype, copy=False),)
+
+
+def to(input: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False, non_blocking: bool = False) -> Tensor:
+    """Convert to another dtype and/or device: ``t.to("cpu:1")``, ``t.to(ag.float64)``, ``t.to(other)``."""
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, Device)):
+            device = a
+        else:
+            dtype = a
+    new_dtype = _resolve_dtype(dtype) if dtype is not None else input._data.dtype
+    new_device = Device(device) if device is not None else input._device
+    if new_dtype == input._data.dtype and new_device is input._device and not copy:
+        return input
+    arr = input._data.astype(new_dtype, copy=True)
+    out = Tensor._wrap(arr, new_device)
+    if new_dtype.kind in "fc" and needs_grad(input):
+        node = ToCopyBackward0()
+        node.src_dtype = input._data.dtype
+        node.src_device = input._device
+        record(node, (input,), (out,))
+        node.device = new_device  # the gradient arrives on the new device
+    return out
+
+
+def _cast(dtype: Any) -> Any:
+    def method(self: Tensor) -> Tensor:
+        return to(self, dtype)
+
+    return method
+
+
+tensor_method("clone")(clone)
+tensor_method("to")(to)
+for _name, _dt in {"float": np.float32, "double": np.float64, "half": np.float16, "long": np.int64,
+                   "int": np.int32, "bool": np.bool_}.items():
+    setattr(Tensor, _name, _cast(_dt))
+
+
+def _type_as(self: Tensor, other: Tensor) -> Tensor:
+    return to(self, other.dtype)
+
+
+def _cpu(self: Tensor) -> Tensor:
+    return to(self, "cpu")
+
+
+Tensor.type_as = _type_as  # type: ignore[attr-defined]
+Tensor.cpu = _cpu  # type: ignore[attr-defined]

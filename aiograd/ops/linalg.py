@@ -1,0 +1,111 @@
+"""Linear algebra ops and their derivative rules: matmul (1-D, 2-D, batched, broadcast batch dims)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd.graph import Node, save, sum_to, unpack
+from ..tensor import Tensor
+from ._common import common_device, implements_ufunc, needs_grad, record, tensor_method, wrap
+
+__all__ = ["matmul", "mm", "bmm", "dot"]
+
+
+class MmBackward0(Node):
+    """Backward of matmul; 1-D operands are promoted to 2-D the way numpy/torch do."""
+
+    __slots__ = ("a", "b", "a_shape", "b_shape")
+    _saved_fields = ("a", "b")
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        e = self.next_edges
+        a_shape, b_shape = self.a_shape, self.b_shape
+        a1 = len(a_shape) == 1
+        b1 = len(b_shape) == 1
+        # Re-insert the dims that 1-D operands lost in the product.
+        if a1 and b1:
+            g2 = g.reshape((1, 1))
+        elif a1:
+            g2 = np.expand_dims(g, -2)
+        elif b1:
+            g2 = np.expand_dims(g, -1)
+        else:
+            g2 = g
+        ga = gb = None
+        if e[0] is not None:
+            b = unpack(self, self.b, graph)
+            b2 = b.reshape((b_shape[0], 1)) if b1 else b
+            ga = np.matmul(g2, np.swapaxes(b2, -1, -2))
+            ga = ga.reshape(a_shape) if a1 else sum_to(ga, a_shape)
+        if e[1] is not None:
+            a = unpack(self, self.a, graph)
+            a2 = a.reshape((1, a_shape[0])) if a1 else a
+            gb = np.matmul(np.swapaxes(a2, -1, -2), g2)
+            gb = gb.reshape(b_shape) if b1 else sum_to(gb, b_shape)
+        return ga, gb
+
+
+@implements_ufunc(np.matmul)
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """Matrix product with numpy/torch semantics (batched, broadcast batch dims)."""
+    if not isinstance(input, Tensor):
+        input = Tensor._wrap(np.asarray(input), other._device)
+    if not isinstance(other, Tensor):
+        other = Tensor._wrap(np.asarray(other), input._device)
+    device = common_device(input, other)
+    ad, bd = input._data, other._data
+    if ad.ndim == 0 or bd.ndim == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{ad.ndim}D and {bd.ndim}D")
+    if ad.dtype != bd.dtype:
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {ad.dtype} != {bd.dtype}"
+        )
+    try:
+        res = np.matmul(ad, bd)
+    except ValueError:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({'x'.join(map(str, ad.shape))} and "
+            f"{'x'.join(map(str, bd.shape))})"
+        ) from None
+    out = wrap(res, device)
+    if needs_grad(input, other):
+        node = MmBackward0()
+        node.a = save(input) if other._requires_grad else None
+        node.b = save(other) if input._requires_grad else None
+        node.a_shape = ad.shape
+        node.b_shape = bd.shape
+        record(node, (input, other), (out,))
+    return out
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """2-D matrix product."""
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """Batched 3-D matrix product."""
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
+    return matmul(input, mat2)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """Inner product of two 1-D tensors."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return matmul(input, other)
+
+
+tensor_method("matmul", "__matmul__")(matmul)
+tensor_method("mm")(mm)
+tensor_method("bmm")(bmm)
+tensor_method("dot")(dot)
+Tensor.__rmatmul__ = lambda self, other: matmul(other, self)  # type: ignore[attr-defined]

@@ -1,0 +1,684 @@
+"""Tensor: a numpy array plus the autograd metadata that links it into a graph.
+
+Also the creation functions and the dtype rules: Python numbers become the
+default dtype (float32, as in torch), numpy arrays keep their dtype, and only
+floating tensors may require grad.
+
+Operations are not defined here: each family in ``aiograd.ops`` attaches its
+functions and Tensor methods, so this module stays about the data structure.
+"""
+
+from __future__ import annotations
+
+import numbers
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
+
+import numpy as np
+
+from .autograd import grad_mode as _gm
+from .devices import CPU, Device, DeviceLike
+
+if TYPE_CHECKING:
+    from .autograd.graph import AccumulateGrad, Node, RemovableHandle
+
+__all__ = [
+    "Tensor",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "arange",
+    "linspace",
+    "eye",
+    "rand",
+    "randn",
+    "randint",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand_like",
+    "randn_like",
+    "manual_seed",
+    "set_default_dtype",
+    "get_default_dtype",
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool_",
+    "is_tensor",
+]
+
+float16 = np.dtype("float16")
+float32 = np.dtype("float32")
+float64 = np.dtype("float64")
+int8 = np.dtype("int8")
+int16 = np.dtype("int16")
+int32 = np.dtype("int32")
+int64 = np.dtype("int64")
+uint8 = np.dtype("uint8")
+bool_ = np.dtype("bool")
+
+_default_dtype = float32
+_rng = np.random.default_rng()
+
+DTypeLike = Union[np.dtype, type, str, None]
+
+
+def set_default_dtype(dtype: DTypeLike) -> None:
+    """Set the dtype that Python floats become (float32 or float64)."""
+    global _default_dtype
+    d = np.dtype(dtype)
+    if d.kind != "f":
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_dtype = d
+
+
+def get_default_dtype() -> np.dtype:
+    """The dtype that Python floats become."""
+    return _default_dtype
+
+
+def manual_seed(seed: int) -> None:
+    """Seed aiograd's random number generator (rand, randn, dropout, init)."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def _generator() -> np.random.Generator:
+    return _rng
+
+
+def _is_float_dtype(dtype: np.dtype) -> bool:
+    return dtype.kind == "f" or dtype.kind == "c"
+
+
+class _VersionCounter:
+    """Counts in-place modifications; shared between a tensor and its views."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+class Tensor:
+    """A numpy array with autograd metadata.
+
+    ``grad_fn`` is the node that made it (``None`` for a leaf); ``output_nr``
+    says which output of that node it is. A leaf that requires grad sends its
+    gradient to an ``AccumulateGrad`` node, created on first use.
+    """
+
+    __slots__ = (
+        "_data",
+        "_requires_grad",
+        "grad_fn",
+        "_output_nr",
+        "_grad",
+        "_version_counter",
+        "_device",
+        "_grad_accumulator",
+        "_hooks",
+        "_post_accumulate_hooks",
+        "_retains_grad",
+        "_base",
+        "_name",
+        "__weakref__",
+    )
+
+    # Let numpy binary ops on (ndarray, Tensor) defer to the Tensor.
+    __array_priority__ = 1000
+
+    def __init__(
+        self,
+        data: Any = None,
+        *,
+        dtype: DTypeLike = None,
+        device: DeviceLike | None = None,
+        requires_grad: bool = False,
+    ) -> None:
+        arr = _to_array(data if data is not None else [], dtype, copy=True)
+        _init_tensor(self, arr, Device(device) if device is not None else CPU)
+        if requires_grad:
+            self.requires_grad_(True)
+
+    # ----- construction fast path used by ops ---------------------------------
+    @classmethod
+    def _wrap(cls, data: np.ndarray, device: Device = CPU) -> "Tensor":
+        t = object.__new__(cls)
+        _init_tensor(t, data, device)
+        return t
+
+    # ----- basic attributes ---------------------------------------------------
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing storage with this one, detached from the graph."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor | np.ndarray") -> None:
+        arr = value._data if isinstance(value, Tensor) else np.asarray(value)
+        self._data = arr
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._data.dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors the user made and for tensors that do not require grad."""
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter.value
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Set whether autograd records operations on this (leaf) tensor."""
+        if self.grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad and not _is_float_dtype(self._data.dtype):
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients, got {self._data.dtype}"
+            )
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self) -> "Tensor | None":
+        """The accumulated gradient of a leaf (or of a tensor that called ``retain_grad``)."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(
+                    f"assigned grad has data of a different size: got {list(value.shape)}, "
+                    f"expected {list(self.shape)}"
+                )
+            if value.dtype != self.dtype:
+                raise RuntimeError(
+                    f"assigned grad has data of a different type: got {value.dtype}, expected {self.dtype}"
+                )
+            if value._device is not self._device:
+                raise RuntimeError(
+                    f"assigned grad has data located on a different device: got {value._device}, "
+                    f"expected {self._device}"
+                )
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def T(self) -> "Tensor":
+        """Transpose of all dimensions (``permute`` reversed)."""
+        return self.permute(*reversed(range(self.ndim)))  # type: ignore[attr-defined]
+
+    @property
+    def mT(self) -> "Tensor":
+        """Transpose of the last two dimensions."""
+        return self.transpose(-2, -1)  # type: ignore[attr-defined]
+
+    @property
+    def name(self) -> str | None:
+        return self._name
+
+    # ----- conversion -----------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The underlying numpy array (shared, not copied), like ``torch.Tensor.numpy``."""
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = self._data
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def item(self) -> Any:
+        """The single value of a one-element tensor, as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        return self._data.item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self._data.size} values is ambiguous"
+            )
+        return bool(self._data.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self._data.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))  # type: ignore[index]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def size(self, dim: int | None = None) -> Any:
+        """The shape, or the size of dimension ``dim``."""
+        if dim is None:
+            return self._data.shape
+        return self._data.shape[dim]
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def contiguous(self) -> "Tensor":
+        return self
+
+    def __repr__(self) -> str:
+        body = np.array2string(self._data, separator=", ", prefix="tensor(")
+        extras = []
+        if self._data.dtype != _default_dtype and not (
+            self._data.dtype == int64 or self._data.dtype == bool_
+        ):
+            extras.append(f"dtype={self._data.dtype}")
+        if self._device is not CPU:
+            extras.append(f"device='{self._device}'")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    # ----- graph ----------------------------------------------------------------
+    def detach(self) -> "Tensor":
+        """A new leaf sharing this tensor's storage and version counter."""
+        t = Tensor._wrap(self._data, self._device)
+        t._version_counter = self._version_counter
+        return t
+
+    def detach_(self) -> "Tensor":
+        """Detach this tensor from the graph in place, making it a leaf."""
+        self.grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for this non-leaf tensor after backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        self.grad_fn._add_retains_grad(self)
+
+    def _gradient_edge(self) -> "tuple[Node, int]":
+        """The (node, input_nr) that receives this tensor's gradient."""
+        fn = self.grad_fn
+        if fn is not None:
+            return fn, self._output_nr
+        return self._get_grad_accumulator(), 0
+
+    def _get_grad_accumulator(self) -> "AccumulateGrad":
+        acc = self._grad_accumulator() if self._grad_accumulator is not None else None
+        if acc is None:
+            from .autograd.graph import AccumulateGrad
+
+            acc = AccumulateGrad(self)
+            self._grad_accumulator = weakref.ref(acc)
+        return acc
+
+    def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> "RemovableHandle":
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a replacement."""
+        from .autograd.graph import RemovableHandle
+
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._register_tensor_pre_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = {}
+        self._get_grad_accumulator()._hooked = True
+        return RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> "RemovableHandle":
+        """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf's ``.grad``."""
+        from .autograd.graph import RemovableHandle
+
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = {}
+        return RemovableHandle(self._post_accumulate_hooks, hook)
+
+    async def backward(
+        self,
+        gradient: "Tensor | None" = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: "Tensor | Sequence[Tensor] | None" = None,
+    ) -> None:
+        """Compute the gradient of this tensor w.r.t. the graph leaves (awaitable)."""
+        from .autograd import backward as _backward
+
+        await _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def backward_sync(
+        self,
+        gradient: "Tensor | None" = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: "Tensor | Sequence[Tensor] | None" = None,
+    ) -> None:
+        """Blocking ``backward`` for code outside an event loop."""
+        from .autograd import backward_sync as _backward_sync
+
+        _backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def _init_tensor(t: Tensor, data: np.ndarray, device: Device) -> None:
+    t._data = data
+    t._requires_grad = False
+    t.grad_fn = None
+    t._output_nr = 0
+    t._grad = None
+    t._version_counter = _VersionCounter()
+    t._device = device
+    t._grad_accumulator = None
+    t._hooks = None
+    t._post_accumulate_hooks = None
+    t._retains_grad = False
+    t._base = None
+    t._name = None
+
+
+def _resolve_dtype(dtype: DTypeLike) -> np.dtype | None:
+    if dtype is None:
+        return None
+    if dtype is float:
+        return _default_dtype
+    return np.dtype(dtype)
+
+
+def _contains_tensor(data: Any) -> bool:
+    if isinstance(data, (list, tuple)):
+        return any(isinstance(x, Tensor) or _contains_tensor(x) for x in data)
+    return False
+
+
+def _unwrap_nested(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_nested(x) for x in data]
+    return data
+
+
+def _to_array(data: Any, dtype: DTypeLike, copy: bool) -> np.ndarray:
+    """Convert user data to an ndarray following torch's dtype inference."""
+    want = _resolve_dtype(dtype)
+    if isinstance(data, Tensor):
+        arr = data._data
+        return arr.astype(want) if want is not None and want != arr.dtype else (arr.copy() if copy else arr)
+    if isinstance(data, np.ndarray):
+        if want is not None and want != data.dtype:
+            return data.astype(want)
+        return data.copy() if copy else data
+    if isinstance(data, np.generic):
+        return np.array(data, dtype=want)
+    if _contains_tensor(data):
+        data = _unwrap_nested(data)
+    arr = np.array(data, dtype=want)
+    if want is None:
+        if arr.dtype.kind == "f":
+            arr = arr.astype(_default_dtype, copy=False)
+        elif arr.dtype.kind == "c":
+            arr = arr.astype(np.complex64 if _default_dtype == float32 else np.complex128, copy=False)
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(int64, copy=False)
+        elif arr.dtype.kind not in "b":
+            raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
+    return arr
+
+
+def _make(arr: np.ndarray, device: DeviceLike | None, requires_grad: bool) -> Tensor:
+    t = Tensor._wrap(arr, Device(device) if device is not None else CPU)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def is_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def tensor(
+    data: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False
+) -> Tensor:
+    """A new leaf tensor holding a copy of ``data``."""
+    return _make(_to_array(data, dtype, copy=True), device, requires_grad)
+
+
+def as_tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike | None = None) -> Tensor:
+    """A tensor sharing ``data``'s memory when possible (no copy for matching ndarrays/tensors)."""
+    if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype):
+        if device is None or Device(device) is data._device:
+            return data
+        return data.to(device)  # type: ignore[attr-defined]
+    return _make(_to_array(data, dtype, copy=False), device, False)
+
+
+def from_numpy(array: np.ndarray) -> Tensor:
+    """A tensor sharing ``array``'s memory; its dtype is kept."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    return Tensor._wrap(array)
+
+
+def _shape_args(size: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if len(size) == 1 and isinstance(size[0], Tensor):
+        size = tuple(size[0].tolist())
+    out = []
+    for s in size:
+        if not isinstance(s, numbers.Integral):
+            raise TypeError(f"size must be a sequence of integers, got {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _float_or(dtype: DTypeLike) -> np.dtype:
+    d = _resolve_dtype(dtype)
+    return d if d is not None else _default_dtype
+
+
+def zeros(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    return _make(np.zeros(_shape_args(size), _float_or(dtype)), device, requires_grad)
+
+
+def ones(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    return _make(np.ones(_shape_args(size), _float_or(dtype)), device, requires_grad)
+
+
+def empty(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    return _make(np.empty(_shape_args(size), _float_or(dtype)), device, requires_grad)
+
+
+def full(
+    size: Sequence[int], fill_value: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    if dtype is None:
+        if isinstance(fill_value, bool):
+            dtype = bool_
+        elif isinstance(fill_value, numbers.Integral):
+            dtype = int64
+        else:
+            dtype = _default_dtype
+    return _make(np.full(_shape_args((size,)), fill_value, _resolve_dtype(dtype)), device, requires_grad)
+
+
+def arange(
+    start: Any, end: Any = None, step: Any = 1, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        ints = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = int64 if ints else _default_dtype
+    return _make(np.arange(start, end, step, dtype=_resolve_dtype(dtype)), device, requires_grad)
+
+
+def linspace(
+    start: float, end: float, steps: int, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    return _make(np.linspace(start, end, steps, dtype=_float_or(dtype)), device, requires_grad)
+
+
+def eye(
+    n: int, m: int | None = None, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    return _make(np.eye(n, m, dtype=_float_or(dtype)), device, requires_grad)
+
+
+def rand(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    d = _float_or(dtype)
+    return _make(_rng.random(_shape_args(size)).astype(d, copy=False), device, requires_grad)
+
+
+def randn(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    d = _float_or(dtype)
+    return _make(_rng.standard_normal(_shape_args(size)).astype(d, copy=False), device, requires_grad)
+
+
+def randint(
+    low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: DTypeLike = None,
+    device: DeviceLike | None = None,
+) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    return _make(_rng.integers(low, high, size=_shape_args((size,))).astype(_resolve_dtype(dtype) or int64), device, False)
+
+
+def _like(t: Tensor, dtype: DTypeLike) -> tuple[tuple[int, ...], np.dtype]:
+    return t.shape, (_resolve_dtype(dtype) or t.dtype)
+
+
+def zeros_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    shape, d = _like(t, dtype)
+    return _make(np.zeros(shape, d), device if device is not None else t.device, requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    shape, d = _like(t, dtype)
+    return _make(np.ones(shape, d), device if device is not None else t.device, requires_grad)
+
+
+def empty_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    shape, d = _like(t, dtype)
+    return _make(np.empty(shape, d), device if device is not None else t.device, requires_grad)
+
+
+def full_like(
+    t: Tensor, fill_value: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    shape, d = _like(t, dtype)
+    return _make(np.full(shape, fill_value, d), device if device is not None else t.device, requires_grad)
+
+
+def rand_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    shape, d = _like(t, dtype)
+    return _make(_rng.random(shape).astype(d, copy=False), device if device is not None else t.device, requires_grad)
+
+
+def randn_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+    shape, d = _like(t, dtype)
+    return _make(
+        _rng.standard_normal(shape).astype(d, copy=False), device if device is not None else t.device, requires_grad
+    )
+
+
+def _iter_tensors(xs: Iterable[Any]) -> Iterable[Tensor]:
+    return (x for x in xs if isinstance(x, Tensor))
