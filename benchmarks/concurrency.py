@@ -1,0 +1,141 @@
+"""Throughput of many small backward passes: 1,000 concurrent (asyncio.gather) vs sequential.
+
+Each pass runs the forward of a small MLP-ish graph on its own input
+(``tanh(x @ W1 + b1) @ W2 + b2``, squared mean; x is 8x32 float32, weights
+shared and requiring grad) and ``await loss.backward()``. The timed region
+covers all 1,000 passes, forward included. Peers run the same passes
+sequentially for reference. Target (d): concurrent >= 0.9x sequential.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+
+from benchmarks import _harness as H
+
+BENCH = "concurrency"
+PASSES, QUICK_PASSES = 1_000, 200
+BATCH, D_IN, D_HID, D_OUT = 8, 32, 64, 8
+TARGET_RATIO = 0.9
+UNIT = "passes/s"
+
+
+def make_data(passes: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(inputs, [W1, b1, W2, b2]) as float32 numpy arrays."""
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal((BATCH, D_IN), dtype=np.float32) for _ in range(passes)]
+    params = [rng.standard_normal((D_IN, D_HID), dtype=np.float32) / np.float32(np.sqrt(D_IN)),
+              np.zeros(D_HID, np.float32),
+              rng.standard_normal((D_HID, D_OUT), dtype=np.float32) / np.float32(np.sqrt(D_HID)),
+              np.zeros(D_OUT, np.float32)]
+    return xs, params
+
+
+# ---------------------------------------------------------------- aiograd
+
+
+async def aiograd_pass(x: Any, params: list[Any]) -> None:
+    """Forward of the small graph on ``x`` and its awaited backward."""
+    w1, b1, w2, b2 = params
+    out = (x @ w1 + b1).tanh() @ w2 + b2
+    loss = (out * out).mean()
+    await loss.backward()
+
+
+def time_aiograd(xs_np: list[np.ndarray], params_np: list[np.ndarray], concurrent: bool,
+                 repeat: int) -> H.Timing:
+    """Time all passes, gathered or one after another, on one event loop."""
+    ag = H.import_aiograd()
+    if ag is None:
+        raise ModuleNotFoundError("aiograd")
+    params = [ag.tensor(p, requires_grad=True) for p in params_np]
+
+    def setup() -> list[Any]:
+        for p in params:
+            p.grad = None
+        return [ag.tensor(x, requires_grad=True) for x in xs_np]
+
+    async def timed(xs: list[Any]) -> None:
+        if concurrent:
+            await asyncio.gather(*(aiograd_pass(x, params) for x in xs))
+        else:
+            for x in xs:
+                await aiograd_pass(x, params)
+
+    return H.run_async(lambda: H.ameasure(timed, setup, repeat))
+
+
+# ---------------------------------------------------------------- peers (sequential)
+
+
+def time_torch(xs_np: list[np.ndarray], params_np: list[np.ndarray], repeat: int) -> H.Timing:
+    """torch (1 thread): the same passes sequentially."""
+    torch = H.import_torch_1thread()
+    if torch is None:
+        raise ModuleNotFoundError("torch")
+    w1, b1, w2, b2 = [torch.tensor(p, requires_grad=True) for p in params_np]
+
+    def timed(xs: list[Any]) -> None:
+        for x in xs:
+            out = torch.tanh(x @ w1 + b1) @ w2 + b2
+            (out * out).mean().backward()
+
+    return H.measure(timed, lambda: [torch.tensor(x, requires_grad=True) for x in xs_np], repeat)
+
+
+def time_hips(xs_np: list[np.ndarray], params_np: list[np.ndarray], repeat: int) -> H.Timing:
+    """HIPS autograd: grad w.r.t. (x, params) of each pass, sequentially."""
+    autograd = H.optional_import("autograd")
+    anp = H.optional_import("autograd.numpy")
+    if autograd is None or anp is None:
+        raise ModuleNotFoundError("autograd")
+
+    def loss(args: list[Any]) -> Any:
+        x, w1, b1, w2, b2 = args
+        out = anp.matmul(anp.tanh(anp.matmul(x, w1) + b1), w2) + b2
+        return anp.mean(out * out)
+
+    grad = autograd.grad(loss)
+
+    def timed(_: Any) -> None:
+        for x in xs_np:
+            grad([x, *params_np])
+
+    return H.measure(timed, None, repeat)
+
+
+# ---------------------------------------------------------------- driver
+
+
+def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
+    """Measure concurrent vs sequential throughput; print and return rows."""
+    passes = QUICK_PASSES if quick else PASSES
+    xs, params = make_data(passes)
+    case = f"{passes} passes"
+    cases = [
+        ("aiograd, sequential (await each)", "aiograd", lambda: time_aiograd(xs, params, False, repeat)),
+        ("aiograd, concurrent (gather)", "aiograd", lambda: time_aiograd(xs, params, True, repeat)),
+        ("torch (1 thread), sequential", "torch", lambda: time_torch(xs, params, repeat)),
+        ("HIPS autograd, sequential", "autograd", lambda: time_hips(xs, params, repeat)),
+    ]
+    rows = []
+    for engine, module, fn in cases:
+        try:
+            t = fn()
+            rows.append(H.row(BENCH, case, engine, passes / t.median, UNIT,
+                              total_ms=t.median * 1e3, spread=round(t.spread, 3)))
+        except ModuleNotFoundError as exc:
+            rows.append(H.missing(BENCH, case, engine, UNIT, module, exc))
+        except Exception as exc:
+            rows.append(H.failed(BENCH, case, engine, UNIT, exc))
+    H.print_table(f"concurrency: {passes} small backward passes (forward included)", rows,
+                  baselines=("aiograd, sequential (await each)",), extra_cols=("total_ms",))
+    conc = H.value_of(rows, case, "aiograd, concurrent (gather)")
+    seq = H.value_of(rows, case, "aiograd, sequential (await each)")
+    r = conc / seq if conc and seq else None
+    H.print_targets([f"(d) concurrent/sequential throughput = {'-' if r is None else f'{r:.2f}x'} "
+                     f"(>= {TARGET_RATIO}x) {H.verdict(None if r is None else r >= TARGET_RATIO)}"])
+    return rows
