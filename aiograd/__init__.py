@@ -28,6 +28,8 @@ from .autograd import (
 )
 from .autograd.engine import queue_callback, set_time_slice, get_time_slice
 from .autograd.function import Function, once_differentiable
+from .autograd.checkpoint import checkpoint
+from . import functional
 from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import autograd
 
@@ -44,6 +46,7 @@ __all__ = (
         "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
         "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "queue_callback",
         "set_time_slice", "get_time_slice", "Function", "once_differentiable", "autograd",
+        "checkpoint", "functional",
         "gradcheck", "gradgradcheck", "GradcheckError",
     ]
 )
