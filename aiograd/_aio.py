@@ -41,3 +41,17 @@ def in_async_context() -> bool:
 def run_sync(fn: Callable[..., Any], *args: Any) -> Any:
     """Run a coroutine function to completion from synchronous code (no running loop)."""
     return asyncio.run(fn(*args))
+
+
+def thread_poster() -> Callable[..., None]:
+    """A function that, called from any thread, schedules ``fn(*args)`` on the running loop's thread."""
+    if running_loop_kind() == "trio":
+        import trio
+
+        return trio.lowlevel.current_trio_token().run_sync_soon
+    return asyncio.get_running_loop().call_soon_threadsafe
+
+
+def shielded() -> Any:
+    """A cancel scope that shields its body (used to wait for kernels already running on threads)."""
+    return anyio.CancelScope(shield=True)

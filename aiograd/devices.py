@@ -7,10 +7,19 @@ independent branches of a graph can run their numpy kernels in parallel.
 
 from __future__ import annotations
 
+import contextvars
+import heapq
 import re
-from typing import Union
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Callable, Union
 
-__all__ = ["Device", "device", "DeviceLike"]
+if TYPE_CHECKING:
+    from .autograd.engine import GraphTask
+    from .autograd.graph import Node
+
+__all__ = ["Device", "device", "DeviceLike", "set_offload", "get_offload", "DeviceRuntime", "runtime"]
 
 _DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
 
@@ -79,3 +88,164 @@ CPU = Device("cpu")
 def device(spec: DeviceLike = "cpu") -> Device:
     """Return the device named ``spec`` (``"cpu"``, ``"cpu:1"``...)."""
     return Device(spec)
+
+
+# ----- executors and the offload policy -----------------------------------------------
+#
+# NOTE [Devices and executors]: every device owns one single-thread executor and
+# a priority ready queue shared by all GraphTasks (ordered as torch's
+# ReadyQueue). A GraphTask's driver dispatches a node to its device when the
+# offload policy judges the node's kernels large; the device thread pops the
+# most urgent node of its queue, runs ``apply`` (numpy releases the GIL, so two
+# devices, and the loop thread, really run in parallel) and posts the outputs
+# back to the driver, which alone touches the GraphTask's dependency table.
+# Nodes whose backward awaits (async custom Functions, reentrant backward) are
+# never dispatched: they run on the loop, so a device thread never waits for a
+# nested pass and no thread is ever added.
+
+
+class DeviceRuntime:
+    """The executor thread and shared ready queue of one device."""
+
+    def __init__(self, dev: Device) -> None:
+        self.device = dev
+        self._executor: ThreadPoolExecutor | None = None
+        self._heap: list[tuple[int, int, Any, Any, Any, Any]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        ex = self._executor
+        if ex is None:
+            with self._lock:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"aiograd-{self.device}")
+                ex = self._executor
+        return ex
+
+    def dispatch(self, key: int, gt: "GraphTask", node: "Node", grads: list[Any], post: Callable[..., None]) -> Future[None]:
+        """Queue ``node`` of ``gt`` and let the device thread run the most urgent queued node.
+
+        Returns the submitted job: jobs are interchangeable ("run the next queued node").
+        """
+        from .autograd.ready_queue import next_tiebreak
+
+        with self._lock:
+            heapq.heappush(self._heap, (key, next_tiebreak(), gt, node, grads, post))
+        return self.executor.submit(self._run_next, contextvars.copy_context())
+
+    def _run_next(self, ctx: contextvars.Context) -> None:
+        with self._lock:
+            if not self._heap:
+                return
+            _, _, gt, node, grads, post = heapq.heappop(self._heap)
+        if gt.error is not None:
+            post(gt.device_done, node, grads, None, None, 0.0)
+            return
+        t0 = perf_counter()
+        try:
+            outputs = ctx.run(_apply_sync, node, grads)
+            err = None
+        except BaseException as e:  # handed to the driver, which raises it
+            outputs, err = None, e
+        post(gt.device_done, node, grads, outputs, err, perf_counter() - t0)
+
+    def discard(self, gt: "GraphTask") -> int:
+        """Drop the queued (not running) nodes of ``gt``; return how many."""
+        with self._lock:
+            before = len(self._heap)
+            self._heap = [e for e in self._heap if e[2] is not gt]
+            heapq.heapify(self._heap)
+            return before - len(self._heap)
+
+    def queued(self) -> int:
+        return len(self._heap)
+
+    def shutdown(self) -> None:
+        ex, self._executor = self._executor, None
+        if ex is not None:
+            ex.shutdown(wait=True)
+
+
+def _apply_sync(node: "Node", grads: list[Any]) -> Any:
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        return node.apply(grads)
+
+
+_RUNTIMES: dict[Device, DeviceRuntime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def runtime(dev: Device) -> DeviceRuntime:
+    """The runtime (executor and queue) of ``dev``, created on first use."""
+    rt = _RUNTIMES.get(dev)
+    if rt is None:
+        with _RUNTIMES_LOCK:
+            rt = _RUNTIMES.get(dev)
+            if rt is None:
+                rt = _RUNTIMES[dev] = DeviceRuntime(dev)
+    return rt
+
+
+def live_threads() -> int:
+    """How many executor threads aiograd has started (one per device used)."""
+    return sum(1 for rt in _RUNTIMES.values() if rt._executor is not None)
+
+
+class OffloadPolicy:
+    """Decides whether a node's kernels leave the loop thread.
+
+    ``auto``: a node's predicted time is its work (elements of its gradients,
+    or flops for matmul) times a per-node-type rate learned from measured
+    runs; nodes predicted above ``threshold_s`` go to their device thread.
+    Nodes below ``min_work`` are never timed nor offloaded (no clock read on
+    the hot path). ``always``/``never`` force the choice.
+    """
+
+    min_work = 16384
+    threshold_s = 200e-6
+    default_rate = 1e-9  # seconds per unit of work, until measured
+
+    def __init__(self) -> None:
+        self.mode = "auto"
+        self.rates: dict[type, float] = {}
+
+    def engine_min_work(self) -> int:
+        """Nodes with less work than this are run inline without asking (the hot loop's test)."""
+        if self.mode == "never":
+            return 1 << 62
+        if self.mode == "always":
+            return -1
+        return self.min_work
+
+    def should_offload(self, node: "Node") -> bool:
+        if self.mode != "auto":
+            return self.mode == "always"
+        rate = self.rates.get(node.__class__, self.default_rate)
+        return node.work * rate > self.threshold_s
+
+    def observe(self, node: "Node", seconds: float) -> None:
+        """Refine the rate of ``node``'s type from one measured run."""
+        work = node.work
+        if work <= 0:
+            return
+        cls = node.__class__
+        measured = seconds / work
+        old = self.rates.get(cls)
+        self.rates[cls] = measured if old is None else 0.7 * old + 0.3 * measured
+
+
+policy = OffloadPolicy()
+
+
+def set_offload(mode: str) -> None:
+    """Where backward kernels run: ``"auto"`` (large ones on the device thread), ``"always"``, ``"never"``."""
+    if mode not in ("auto", "always", "never"):
+        raise ValueError(f"offload mode must be one of 'auto', 'always', 'never', got {mode!r}")
+    policy.mode = mode
+
+
+def get_offload() -> str:
+    return policy.mode

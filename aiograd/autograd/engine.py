@@ -148,6 +148,9 @@ class GraphTask:
         "check_nan",
         "_wakeup",
         "completed",
+        "done",
+        "post",
+        "futures",
     )
 
     def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int) -> None:
@@ -168,6 +171,9 @@ class GraphTask:
         self.check_nan = _gm.is_anomaly_check_nan_enabled()
         self._wakeup: Any = None
         self.completed = False
+        self.done: list[tuple[Any, ...]] = []  # nodes whose kernels ran on a device thread
+        self.post: Any = None  # schedules a call on the loop thread from a device thread
+        self.futures: list[Any] = []  # executor jobs submitted for this pass
 
     # ----- staging (NOTE [Staged gradients]) -------------------------------------------
     def stage(self, variable: Tensor, g: Any, retained: bool = False) -> None:
@@ -210,6 +216,12 @@ class GraphTask:
         ev = _aio.Event()
         self._wakeup = ev
         await ev.wait()
+
+    def device_done(self, node: Node, grads: list[Any], outputs: Any, err: BaseException | None, secs: float) -> None:
+        """Called on the loop thread when a device thread finished ``node``."""
+        self.outstanding -= 1
+        self.done.append((node, grads, outputs, err, secs))
+        self.notify()
 
 
 def _commit_retained(t: Tensor, g: Any, owned: bool) -> None:
@@ -461,10 +473,6 @@ def _annotate(err: BaseException, node: Node) -> None:
 class Engine:
     """Runs backward passes. One instance serves every pass on every loop (it keeps no per-pass state)."""
 
-    # A hook for the device layer: None runs every node inline on the loop thread.
-    # Otherwise a callable (graph_task, node) -> bool saying "offload this node".
-    offload_policy: Callable[[GraphTask, Node], bool] | None = None
-
     async def execute(
         self,
         roots: Sequence[Edge],
@@ -517,11 +525,42 @@ class Engine:
             self._post_process(gt)
         except BaseException as e:
             gt.error = e
+            if gt.outstanding:
+                await self._abandon(gt)
             raise
         finally:
             gt.completed = True
             _gm._grad_enabled.reset(mode_token)
             _current_graph_task.reset(token)
+
+    async def _abandon(self, gt: GraphTask) -> None:
+        """NOTE [Cancellation]: after a failure or cancel, drop this pass's queued device work
+        and wait (shielded) for its kernels already running, so nothing of it is left behind."""
+        from ..devices import _RUNTIMES
+
+        dropped = 0
+        for rt in list(_RUNTIMES.values()):
+            dropped += rt.discard(gt)
+        gt.outstanding -= dropped
+        # Each dispatch submitted one interchangeable "run the next queued node" job:
+        # withdraw as many of this pass's not-yet-started jobs as nodes were dropped.
+        for f in gt.futures:
+            if dropped and f.cancel():
+                dropped -= 1
+        with _aio.shielded():
+            while gt.outstanding > 0:
+                await gt.wait_for_work()
+
+    def _dispatch(self, gt: GraphTask, node: Node, grads: list[Any]) -> None:
+        """Send ``node`` to its device's thread (NOTE [Devices and executors] in devices.py)."""
+        from ..devices import runtime
+
+        if gt.post is None:
+            gt.post = _aio.thread_poster()
+        rt = runtime(node.device)
+        gt.outstanding += 1
+        key = -((gt.reentrant_depth << 63) | node.sequence_nr)
+        gt.futures.append(rt.dispatch(key, gt, node, grads, gt.post))
 
     def _post_process(self, gt: GraphTask) -> None:
         if gt.pending_buffers:
@@ -536,8 +575,17 @@ class Engine:
         for w in gt.warnings:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
 
-    async def _loop(self, gt: GraphTask, node: Node, grads: list[Any]) -> None:
-        """The hot loop: evaluate ready nodes back to back (see DESIGN.md §3 "The hot loop")."""
+    async def _loop(self, gt: GraphTask, node: Node | None, grads: list[Any]) -> None:
+        """The hot loop: evaluate ready nodes back to back (see DESIGN.md §3 "The hot loop").
+
+        Each turn evaluates one node (or takes the outputs a device thread
+        computed for it), then propagates its gradients, then picks the next
+        node: the "next" slot (the node just made ready) unless the heap's top
+        outranks it. It yields to the loop every time slice, and waits only
+        when nothing is left but device work.
+        """
+        from ..devices import policy as offload_policy
+
         heap = gt.heap
         heappush = heapq.heappush
         heappop = heapq.heappop
@@ -546,54 +594,60 @@ class Engine:
         exec_info = gt.exec_info
         keep_graph = gt.keep_graph
         check_nan = gt.check_nan
-        policy = self.offload_policy
+        done = gt.done
+        min_work = offload_policy.engine_min_work()
         AG = AccumulateGrad
-        ndarray = np.ndarray
-        slice_len = _time_slice
-        deadline = perf_counter() + slice_len
+        deadline = perf_counter() + _time_slice
         countdown = _CHECK_EVERY
         nxt: Node | None = None
         nxt_grads: list[Any] = grads
         nxt_key = 0
+        outputs: Any = None
 
         while True:
             try:
                 # ---- evaluate_function(node, grads) --------------------------------
-                if exec_info is not None:
-                    grads = self._instrument(gt, node, grads)
-                    if grads is None:
-                        node = None
-                hooked = node is not None and node._hooked
-                if hooked:
-                    grads = call_tensor_pre_hooks(gt, node, grads)
-                    if node._pre_hooks:
-                        grads = call_pre_hooks(node, grads)
-                if node is None:
-                    pass
-                elif node.__class__ is AG:
-                    gt.stage(node.variable, grads[0])  # type: ignore[attr-defined]
-                else:
-                    edges = node.next_edges
-                    if grads[0] is None and not node._runs_on_undefined and all(g is None for g in grads):
-                        outputs: Any = [None] * len(edges)
-                    elif policy is not None and policy(gt, node):
-                        outputs = await self._offload(gt, node, grads)
+                if outputs is None:
+                    if exec_info is not None:
+                        grads = self._instrument(gt, node, grads)  # type: ignore[arg-type]
+                        if grads is None:
+                            node = None
+                    if node is None:
+                        pass
                     else:
-                        outputs = node.apply(grads)
-                        if outputs.__class__ is not tuple and outputs.__class__ is not list:
-                            outputs = await outputs
-                    if not keep_graph and node._saves:
-                        node.release_variables()
+                        if node._hooked:
+                            grads = call_tensor_pre_hooks(gt, node, grads)
+                            if node._pre_hooks:
+                                grads = call_pre_hooks(node, grads)
+                        if node.__class__ is AG:
+                            gt.stage(node.variable, grads[0])  # type: ignore[attr-defined]
+                        elif grads[0] is None and not node._runs_on_undefined and all(g is None for g in grads):
+                            outputs = [None] * len(node.next_edges)
+                        elif node.work >= min_work and node._offloadable:
+                            if offload_policy.should_offload(node):
+                                self._dispatch(gt, node, grads)
+                            else:
+                                t0 = perf_counter()
+                                outputs = node.apply(grads)
+                                offload_policy.observe(node, perf_counter() - t0)
+                        else:
+                            outputs = node.apply(grads)
+                            if outputs.__class__ is not tuple and outputs.__class__ is not list:
+                                outputs = await outputs
+                # ---- post-process the outputs and propagate them -------------------------
+                if outputs is not None:
+                    edges = node.next_edges  # type: ignore[union-attr]
+                    if not keep_graph and node._saves:  # type: ignore[union-attr]
+                        node.release_variables()  # type: ignore[union-attr]
                     if len(outputs) != len(edges):
                         raise RuntimeError(
-                            f"Function {node.name()} returned an invalid number of gradients - expected "
+                            f"Function {node.name()} returned an invalid number of gradients - expected "  # type: ignore[union-attr]
                             f"{len(edges)}, but got {len(outputs)}"
                         )
-                    if hooked and node._post_hooks:
-                        outputs = call_post_hooks(node, validate_outputs(edges, outputs, node.name()), grads)
+                    if node._hooked and node._post_hooks:  # type: ignore[union-attr]
+                        outputs = call_post_hooks(node, validate_outputs(edges, outputs, node.name()), grads)  # type: ignore[arg-type, union-attr]
                     if check_nan:
-                        _check_nan(node, outputs)
-                    # ---- propagate to the next nodes ---------------------------------
+                        _check_nan(node, outputs)  # type: ignore[arg-type]
                     for e, g in zip(edges, outputs):
                         if e is None:
                             continue
@@ -601,7 +655,7 @@ class Engine:
                         if g is not None:
                             meta = nn.input_metadata[nr]
                             if g.dtype is not meta[1] or g.shape != meta[0]:
-                                g = validate_grad(node.name(), _index_of(outputs, g), g, meta)
+                                g = validate_grad(node.name(), _index_of(outputs, g), g, meta)  # type: ignore[union-attr]
                         if exec_info is not None:
                             info = exec_info.get(nn)
                             if info is None or not (info[0] or info[1] is not None):
@@ -638,13 +692,23 @@ class Engine:
                             nxt_key = -nn.sequence_nr
                         else:
                             heappush(heap, (-nn.sequence_nr, tiebreak(), nn, ready))
+                    outputs = None
             except BaseException as err:
                 if isinstance(err, Exception) and node is not None:
                     _annotate(err, node)
                 raise
 
-            # ---- pick the next task: the "next" slot unless the heap top outranks it ----
-            if nxt is not None:
+            # ---- pick the next task ----------------------------------------------------
+            if nxt is None and not heap and not done and gt.outstanding:
+                # Only device work is left: sleep until a device thread hands back its outputs.
+                while not done:
+                    await gt.wait_for_work()
+            if done:
+                node, grads, outputs, err, secs = done.pop()
+                if err is not None:
+                    raise err
+                offload_policy.observe(node, secs)
+            elif nxt is not None:
                 if heap and heap[0][0] < nxt_key:
                     _, _, node, grads = heappop(heap)
                     heappush(heap, (nxt_key, tiebreak(), nxt, nxt_grads))
@@ -654,15 +718,6 @@ class Engine:
                 nxt = None
             elif heap:
                 _, _, node, grads = heappop(heap)
-            elif gt.outstanding:
-                # Only device work is left: sleep until a device worker hands back a ready node.
-                while not heap:
-                    if gt.error is not None:
-                        raise gt.error
-                    if not gt.outstanding:
-                        return
-                    await gt.wait_for_work()
-                _, _, node, grads = heappop(heap)
             else:
                 return
             countdown -= 1
@@ -670,8 +725,7 @@ class Engine:
                 countdown = _CHECK_EVERY
                 if perf_counter() >= deadline:
                     await _aio.checkpoint()
-                    slice_len = _time_slice
-                    deadline = perf_counter() + slice_len
+                    deadline = perf_counter() + _time_slice
 
     def _instrument(self, gt: GraphTask, node: Node, grads: list[Any]) -> list[Any] | None:
         """ExecInfo: capture gradients for ``grad()`` and skip nodes that need not run."""
@@ -684,11 +738,6 @@ class Engine:
             for nr, idx in captures:
                 gt.captured[idx] = captured_from[nr]  # type: ignore[index]
         return grads if needed else None
-
-    async def _offload(self, gt: GraphTask, node: Node, grads: list[Any]) -> Any:
-        from ..devices import run_node_on_device  # type: ignore[attr-defined]
-
-        return await run_node_on_device(node, grads)
 
 
 

@@ -55,6 +55,7 @@ class BackwardCFunction(FunctionCtx, Node):
     _function_cls: type["Function"]
     _runs_on_undefined = True
     _saves = True
+    _offloadable = False  # user Python code (maybe async): always runs on the loop
 
     def __init__(self) -> None:
         Node.__init__(self)

@@ -116,12 +116,14 @@ class Node:
         "_metadata",
         "_forward_trace",
         "_hooked",
+        "work",
         "__weakref__",
     )
 
     _saves = False  # whether release_variables has anything to release
     _saved_fields: tuple[str, ...] = ()  # slots holding saved tensors, cleared by release_variables
     _runs_on_undefined = False  # whether apply runs when every incoming gradient is None
+    _offloadable = True  # whether apply may run on a device thread (pure numpy rules)
 
     def __init__(self) -> None:
         self.next_edges: list[Edge | None] = []
@@ -136,6 +138,7 @@ class Node:
         self._metadata: dict[str, Any] | None = None
         self._forward_trace: list[str] | None = None
         self._hooked = False  # any hook at all: the hot loop checks this one flag
+        self.work = 0  # size of the backward's work (elements, or flops): read by the offload policy
 
     # ----- the rule -------------------------------------------------------------
     def apply(self, grads: list[Any]) -> Sequence[Any]:
@@ -335,13 +338,16 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
     if device is not None:
         node.device = device
     metas = []
+    work = 0
     for i, out in enumerate(outputs):
         out.grad_fn = node
         out._output_nr = i
         out._requires_grad = True
         d = out._data
+        work += d.size
         metas.append(InputMetadata(d.shape, d.dtype, out._device))
     node.input_metadata = metas
+    node.work = work
     anomaly = _gm._anomaly.get()
     if anomaly[0]:
         node._forward_trace = traceback.format_stack()[:-2]

@@ -80,6 +80,9 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         node.a_shape = ad.shape
         node.b_shape = bd.shape
         record(node, (input, other), (out,))
+        # Backward does up to two products of the forward's size: work in multiply-adds.
+        k = ad.shape[-1]
+        node.work = 2 * out._data.size * k
     return out
 
 
