@@ -7,19 +7,19 @@ serve create_graph passes (see NOTE [One rule for both modes] in _common.py).
 
 from __future__ import annotations
 
+import math as _math
 from typing import Any, Callable
 
 import numpy as np
 
 from ..autograd.graph import Node, save, save_output, sum_to, unpack
-from ..tensor import Tensor
+from ..tensor import Tensor, get_default_dtype
 from ._common import (
     as_tensor_operand,
     common_device,
     implements_function,
     implements_ufunc,
     needs_grad,
-    promote_float,
     record,
     tensor_method,
     wrap,
@@ -29,7 +29,8 @@ __all__ = [
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
     "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "where", "sign", "square", "reciprocal",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "logical_xor",
-    "isnan", "isinf", "isfinite",
+    "isnan", "isinf", "isfinite", "maximum", "minimum", "gelu", "softplus", "erf", "tan", "log2",
+    "log10", "rsqrt", "floor", "ceil", "trunc", "round", "result_type",
 ]
 
 
@@ -60,6 +61,104 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 def _grad_enabled_for(x: Any) -> bool:
     return isinstance(x, Tensor) and x._requires_grad
+
+
+# ----- type promotion ----------------------------------------------------------------
+# NOTE [Type promotion]: torch's rule, not numpy's. Operands fall in three tiers:
+# tensors with dims, 0-d tensors, Python numbers ("wrapped numbers": a float
+# counts as the default dtype, an int as int64). Each tier promotes within
+# itself, and a lower tier only matters when it is of a higher category
+# (bool < integer < floating < complex): float32[3] + float64 0-d is float32,
+# int64[3] + 2.5 is the default dtype, int32[3] + float32[3] is float32
+# (numpy would say float64). The op computes with numpy and casts to this dtype.
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_INT64 = np.dtype(np.int64)
+_BOOL = np.dtype(np.bool_)
+
+
+def _promote_types(d1: Any, d2: Any) -> Any:
+    """torch.promote_types: across categories the higher one wins (int + float16 -> float16)."""
+    if d1 is None:
+        return d2
+    if d2 is None or d1 == d2:
+        return d1
+    c1, c2 = _CATEGORY[d1.kind], _CATEGORY[d2.kind]
+    if c1 == c2:
+        return np.promote_types(d1, d2)
+    if c1 < c2:
+        d1, d2, c1, c2 = d2, d1, c2, c1
+    if c1 == 3 and c2 == 2:
+        return np.promote_types(d1, np.result_type(d2, np.complex64))
+    return d1
+
+
+def _combine_categories(higher: Any, lower: Any) -> Any:
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    ch, cl = _CATEGORY[higher.kind], _CATEGORY[lower.kind]
+    if ch == 3:
+        return higher
+    if cl == 3:
+        return _promote_types(higher, lower) if ch == 2 else lower
+    if ch == 2:
+        return higher
+    if ch == 0 or cl == 2:
+        return _promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands: Any) -> np.dtype:
+    """The dtype torch gives an elementwise op on ``operands`` (Tensors, arrays, Python numbers)."""
+    from ..tensor import get_default_dtype
+
+    dim = zero = wrapped = None
+    for x in operands:
+        if isinstance(x, Tensor):
+            d = x._data.dtype
+            if x._data.ndim:
+                dim = _promote_types(dim, d)
+            else:
+                zero = _promote_types(zero, d)
+        elif isinstance(x, np.ndarray):
+            if x.ndim:
+                dim = _promote_types(dim, x.dtype)
+            else:
+                zero = _promote_types(zero, x.dtype)
+        elif isinstance(x, bool):
+            wrapped = _promote_types(wrapped, _BOOL)
+        elif isinstance(x, int):
+            wrapped = _promote_types(wrapped, _INT64)
+        elif isinstance(x, float):
+            wrapped = _promote_types(wrapped, get_default_dtype())
+        elif isinstance(x, complex):
+            wrapped = _promote_types(wrapped, np.dtype(np.complex128 if get_default_dtype() == np.float64 else np.complex64))
+        elif x is not None:
+            zero = _promote_types(zero, np.asarray(x).dtype)
+    return _combine_categories(dim, _combine_categories(zero, wrapped))  # type: ignore[no-any-return]
+
+
+def _cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray:
+    """Cast a numpy result to torch's promoted dtype of ``a`` and ``b`` (``floating``: int -> default float)."""
+    if a.__class__ is Tensor and b.__class__ is Tensor:
+        want = a._data.dtype
+        if b._data.dtype != want:
+            want = result_type(a, b)
+    elif a.__class__ is Tensor and b.__class__ is float and a._data.dtype.kind == "f":
+        want = a._data.dtype  # the common case: float tensor with a Python float
+    else:
+        want = result_type(a, b)
+    if floating and want.kind in "biu":
+        from ..tensor import get_default_dtype
+
+        want = get_default_dtype()
+    if res.__class__ is not np.ndarray:
+        res = np.asarray(res)
+    if res.dtype != want:
+        res = res.astype(want)
+    return res  # type: ignore[no-any-return]
 
 
 # ----- add / sub ---------------------------------------------------------------------
@@ -97,7 +196,7 @@ class SubBackward0(AddBackward0):
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
     a, b, ad, bd, device = _prep(input, other)
-    out = wrap(promote_float(np.add(ad, bd) if alpha == 1 else ad + alpha * bd, a, b), device)
+    out = wrap(_cast_result(np.add(ad, bd) if alpha == 1 else ad + alpha * bd, a, b), device)
     if needs_grad(a, b):
         node = AddBackward0()
         node.a_shape = _shape(a)
@@ -111,7 +210,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
     a, b, ad, bd, device = _prep(input, other)
-    out = wrap(promote_float(np.subtract(ad, bd) if alpha == 1 else ad - alpha * bd, a, b), device)
+    out = wrap(_cast_result(np.subtract(ad, bd) if alpha == 1 else ad - alpha * bd, a, b), device)
     if needs_grad(a, b):
         node = SubBackward0()
         node.a_shape = _shape(a)
@@ -144,7 +243,7 @@ class MulBackward0(Node):
 def mul(input: Any, other: Any) -> Tensor:
     """Elementwise product with broadcasting."""
     a, b, ad, bd, device = _prep(input, other)
-    out = wrap(promote_float(np.multiply(ad, bd), a, b), device)
+    out = wrap(_cast_result(np.multiply(ad, bd), a, b), device)
     if needs_grad(a, b):
         node = MulBackward0()
         # Save each operand only if the other one needs its gradient (as torch does).
@@ -183,14 +282,8 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
             raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
         q = np.true_divide(ad, bd)
         q = np.trunc(q) if rounding_mode == "trunc" else np.floor(q)
-        ad_is_int = np.asarray(ad).dtype.kind in "iu" and np.asarray(bd).dtype.kind in "iu"
-        return wrap(q.astype(np.asarray(ad).dtype) if ad_is_int else promote_float(q, a, b), device)
-    res = np.true_divide(ad, bd)
-    if res.dtype == np.float64 and not any(
-        isinstance(x, Tensor) and x._data.dtype == np.float64 for x in (a, b)
-    ):
-        res = promote_float(res, a, b)
-    out = wrap(res, device)
+        return wrap(_cast_result(q, a, b), device)
+    out = wrap(_cast_result(np.true_divide(ad, bd), a, b, floating=True), device)
     if needs_grad(a, b):
         node = DivBackward0()
         node.a = (save(a) if isinstance(a, Tensor) else a) if _grad_enabled_for(b) else 0
@@ -240,9 +333,20 @@ class PowBackward1(Node):
         if e[1] is not None:
             out = unpack(self, self.out, graph)
             # d/db a**b = a**b * log(a); where a == 0 and b >= 0 the limit is 0 (as torch).
-            log_a = np.log(np.where(a == 0, 1, a)) if not graph else where(a == 0, 1.0, a).log()  # type: ignore[attr-defined]
+            if isinstance(a, (int, float)):
+                log_a: Any = _math.log(a) if a > 0 else (0.0 if a == 0 else _math.nan)
+            elif graph:
+                log_a = where(a == 0, 1.0, a).log()  # type: ignore[attr-defined]
+            else:
+                log_a = np.log(np.where(a == 0, 1, a))
             gb = sum_to(g * out * log_a, self.b_shape)
         return ga, gb
+
+
+class PowBackward2(PowBackward1):
+    """``c ** b`` for a number base c (torch's pow.Scalar)."""
+
+    __slots__ = ()
 
 
 @implements_ufunc(np.power)
@@ -251,11 +355,10 @@ def pow(input: Any, exponent: Any) -> Tensor:
     if isinstance(input, Tensor) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
         x = input
         xd = x._data
-        if exponent == 2:
-            res = xd * xd
-        else:
-            res = np.power(xd, exponent) if xd.dtype.kind == "f" or exponent >= 0 else np.power(xd.astype(np.float64), exponent)
-        out = wrap(promote_float(np.asarray(res), x), x._device)
+        if xd.dtype.kind in "biu" and isinstance(exponent, int) and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        res = xd * xd if exponent == 2 else np.power(xd, exponent)
+        out = wrap(_cast_result(res, x, exponent), x._device)
         if needs_grad(x):
             node = PowBackward0()
             node.x = save(x)
@@ -263,9 +366,9 @@ def pow(input: Any, exponent: Any) -> Tensor:
             record(node, (x,), (out,))
         return out
     a, b, ad, bd, device = _prep(input, exponent)
-    out = wrap(promote_float(np.power(ad, bd), a, b), device)
+    out = wrap(_cast_result(np.power(ad, bd), a, b), device)
     if needs_grad(a, b):
-        node = PowBackward1()
+        node = PowBackward1() if isinstance(a, Tensor) else PowBackward2()
         node.a = save(a) if isinstance(a, Tensor) else a
         node.b = save(b) if isinstance(b, Tensor) else b
         node.a_shape = _shape(a)
@@ -315,7 +418,7 @@ def _unary(
         if not isinstance(input, Tensor):
             input = Tensor._wrap(np.asarray(input, dtype=np.result_type(np.asarray(input), np.float32)))
         xd = input._data
-        res = forward(xd if xd.dtype.kind in "fc" else xd.astype(np.float32))
+        res = forward(xd if xd.dtype.kind in "fc" else xd.astype(get_default_dtype()))
         out = wrap(res, input._device)
         if input._requires_grad and needs_grad(input):
             node = node_cls()
@@ -350,9 +453,20 @@ relu = _unary(
     "relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
     "g * (v > 0)", "output",
 )
-square = _unary("square", "PowBackward0Square", np.square, "g * (v * 2)", "input", (np.square,))
+@implements_ufunc(np.square)
+def square(input: Tensor) -> Tensor:
+    """``input ** 2`` (records PowBackward0, as torch)."""
+    return pow(input, 2)
+
+
 reciprocal = _unary(
     "reciprocal", "ReciprocalBackward0", np.reciprocal, "g * -(v * v)", "output", (np.reciprocal,)
+)
+tan = _unary("tan", "TanBackward0", np.tan, "g * (v * v + 1)", "output", (np.tan,))
+log2 = _unary("log2", "Log2Backward0", np.log2, "g / (v * 0.6931471805599453)", "input", (np.log2,))
+log10 = _unary("log10", "Log10Backward0", np.log10, "g / (v * 2.302585092994046)", "input", (np.log10,))
+rsqrt = _unary(
+    "rsqrt", "RsqrtBackward0", lambda x: np.reciprocal(np.sqrt(x)), "g * (v * v * v * -0.5)", "output"
 )
 
 
@@ -468,11 +582,12 @@ class WhereBackward0(Node):
         e = self.next_edges
         cond = self.cond
         zero = np.zeros((), dtype=g.dtype)
+        pick: Any = np.where
         if g.__class__ is Tensor:
             zero = Tensor._wrap(zero, g._device)
-            cond = Tensor._wrap(cond, g._device)
-        ga = sum_to(where(cond, g, zero), self.a_shape) if e[1] is not None else None
-        gb = sum_to(where(cond, zero, g), self.b_shape) if e[2] is not None else None
+            pick = where
+        ga = sum_to(pick(cond, g, zero), self.a_shape) if e[1] is not None else None
+        gb = sum_to(pick(cond, zero, g), self.b_shape) if e[2] is not None else None
         return None, ga, gb
 
 
@@ -494,7 +609,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     ad = a._data if isinstance(a, Tensor) else a
     bd = b._data if isinstance(b, Tensor) else b
     res = np.where(cond, ad, bd)
-    out = wrap(promote_float(res, a, b), device)
+    out = wrap(_cast_result(res, a, b), device)
     if needs_grad(a, b):
         node = WhereBackward0()
         node.cond = cond
@@ -504,17 +619,270 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     return out
 
 
-# maximum/minimum are defined by the binary-extras module; imported lazily by clamp.
-def maximum(input: Any, other: Any) -> Tensor:  # pragma: no cover - replaced below if available
-    from .elementwise_extra import maximum as _maximum
-
-    return _maximum(input, other)
+# ----- maximum / minimum ---------------------------------------------------------------
 
 
-def minimum(input: Any, other: Any) -> Tensor:  # pragma: no cover - replaced below if available
-    from .elementwise_extra import minimum as _minimum
+class MaximumBackward0(Node):
+    """Gradient to the larger operand; split half/half where they tie (as torch)."""
 
-    return _minimum(input, other)
+    __slots__ = ("a", "b", "a_shape", "b_shape")
+    _saved_fields = ("a", "b")
+    _pick = staticmethod(np.greater)
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        a = _saved_value(self, self.a, False)
+        b = _saved_value(self, self.b, False)
+        eq = a == b
+        e = self.next_edges
+        ga = gb = None
+        dt = g.dtype
+        if e[0] is not None:
+            w = np.where(eq, 0.5, self._pick(a, b)).astype(dt, copy=False)
+            ga = sum_to(g * (Tensor._wrap(w, g._device) if graph else w), self.a_shape)
+        if e[1] is not None:
+            w = np.where(eq, 0.5, self._pick(b, a)).astype(dt, copy=False)
+            gb = sum_to(g * (Tensor._wrap(w, g._device) if graph else w), self.b_shape)
+        return ga, gb
+
+
+class MinimumBackward0(MaximumBackward0):
+    """Gradient to the smaller operand; split half/half where they tie (as torch)."""
+
+    __slots__ = ()
+    _pick = staticmethod(np.less)
+
+
+def _extremum(input: Any, other: Any, fn: Any, node_cls: type) -> Tensor:
+    a, b, ad, bd, device = _prep(input, other)
+    out = wrap(_cast_result(fn(ad, bd), a, b), device)
+    if needs_grad(a, b):
+        node = node_cls()
+        node.a = save(a) if isinstance(a, Tensor) else a
+        node.b = save(b) if isinstance(b, Tensor) else b
+        node.a_shape = _shape(a)
+        node.b_shape = _shape(b)
+        record(node, (a, b), (out,))
+    return out
+
+
+@implements_ufunc(np.maximum)
+def maximum(input: Any, other: Any) -> Tensor:
+    """Elementwise maximum with broadcasting (NaN propagates); ties split the gradient evenly."""
+    return _extremum(input, other, np.maximum, MaximumBackward0)
+
+
+@implements_ufunc(np.minimum)
+def minimum(input: Any, other: Any) -> Tensor:
+    """Elementwise minimum with broadcasting (NaN propagates); ties split the gradient evenly."""
+    return _extremum(input, other, np.minimum, MinimumBackward0)
+
+
+# ----- erf, gelu, softplus ---------------------------------------------------------------
+# NOTE [erf]: numpy has no erf and aiograd takes no scipy at runtime, so erf is
+# W. J. Cody's rational Chebyshev approximation (Math. Comp. 23, 1969; the
+# CALERF routine of SPECFUN), accurate to about 1e-16 relative in double
+# precision: a rational function of x^2 on |x| <= 0.46875, of |x| for erfc on
+# (0.46875, 4], of 1/x^2 for erfc beyond; exp(-x^2) is split as
+# exp(-r^2) * exp(-(x-r)(x+r)) with r = x rounded to 1/16 to keep its accuracy.
+
+_ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
+          3.20937758913846947e03, 1.85777706184603153e-1)
+_ERF_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03,
+          2.84423683343917062e03)
+_ERF_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01,
+          2.98635138197400131e02, 8.81952221241769090e02, 1.71204761263407058e03,
+          2.05107837782607147e03, 1.23033935479799725e03, 2.15311535474403846e-8)
+_ERF_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02,
+          1.62138957456669019e03, 3.29079923573345963e03, 4.36261909014324716e03,
+          3.43936767414372164e03, 1.23033935480374942e03)
+_ERF_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1,
+          1.60837851487422766e-2, 6.58749161529837803e-4, 1.63153871373020978e-2)
+_ERF_Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
+          6.05183413124413191e-2, 2.33520497626869185e-3)
+_RSQRT_PI = 0.56418958354775628695
+_TWO_OVER_SQRT_PI = 1.1283791670955125739
+_SQRT1_2 = 0.70710678118654752440
+_INV_SQRT_2PI = 0.39894228040143267794
+_GELU_K = 0.79788456080286535588  # sqrt(2 / pi)
+
+
+def erf_numpy(x: Any) -> np.ndarray:
+    """Vectorized double-precision erf of an array (see NOTE [erf]); keeps a floating input's dtype."""
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+    xf = x.astype(np.float64, copy=False)
+    y = np.abs(xf)
+    out = np.empty_like(y)
+    small = y <= 0.46875
+    if small.any():
+        ys = y[small]
+        z = ys * ys
+        num = _ERF_A[4] * z
+        den = z
+        for i in range(3):
+            num = (num + _ERF_A[i]) * z
+            den = (den + _ERF_B[i]) * z
+        out[small] = xf[small] * (num + _ERF_A[3]) / (den + _ERF_B[3])
+    rest = ~small
+    if rest.any():
+        yr = y[rest]
+        erfc = np.empty_like(yr)
+        mid = yr <= 4.0
+        if mid.any():
+            ym = yr[mid]
+            num = _ERF_C[8] * ym
+            den = ym
+            for i in range(7):
+                num = (num + _ERF_C[i]) * ym
+                den = (den + _ERF_D[i]) * ym
+            erfc[mid] = (num + _ERF_C[7]) / (den + _ERF_D[7])
+        far = ~mid  # |x| > 4, and NaN
+        if far.any():
+            yf = yr[far]
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                z = 1.0 / (yf * yf)
+                num = _ERF_P[5] * z
+                den = z
+                for i in range(4):
+                    num = (num + _ERF_P[i]) * z
+                    den = (den + _ERF_Q[i]) * z
+                erfc[far] = (_RSQRT_PI - z * (num + _ERF_P[4]) / (den + _ERF_Q[4])) / yf
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np.trunc(yr * 16.0) / 16.0
+            d = (yr - r) * (yr + r)
+            erfc = np.exp(-r * r) * np.exp(-d) * erfc
+            erfc = np.where(np.isinf(yr), 0.0, erfc)
+        val = (0.5 - erfc) + 0.5
+        out[rest] = np.where(xf[rest] < 0, -val, val)
+    return out.astype(dtype, copy=False)
+
+
+erf = _unary("erf", "ErfBackward0", erf_numpy, f"g * ({_TWO_OVER_SQRT_PI!r} * np.exp(-(v * v)))", "input")
+
+
+def _erf_any(x: Any) -> Any:
+    return erf(x) if x.__class__ is Tensor else erf_numpy(x)
+
+
+class GeluBackward0(Node):
+    __slots__ = ("x", "approximate")
+    _saved_fields = ("x",)
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        x = unpack(self, self.x, g.__class__ is Tensor)
+        if self.approximate == "tanh":
+            x2 = x * x
+            t = np.tanh((x + 0.044715 * x2 * x) * _GELU_K)
+            d = (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * _GELU_K)
+        else:
+            cdf = (_erf_any(x * _SQRT1_2) + 1) * 0.5
+            d = cdf + x * (np.exp(x * x * -0.5) * _INV_SQRT_2PI)
+        return (g * d,)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit: ``x * Phi(x)``; ``approximate="tanh"`` uses the tanh formula."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    xd = input._data
+    if xd.dtype.kind not in "f":
+        raise RuntimeError(f'"GeluKernelImpl" not implemented for {xd.dtype}: gelu needs a floating input')
+    if approximate == "tanh":
+        res = 0.5 * xd * (1 + np.tanh(_GELU_K * (xd + 0.044715 * xd * xd * xd)))
+    else:
+        res = 0.5 * xd * (1 + erf_numpy(xd * _SQRT1_2))
+    out = wrap(res.astype(xd.dtype, copy=False), input._device)
+    if needs_grad(input):
+        node = GeluBackward0()
+        node.x = save(input)
+        node.approximate = approximate
+        record(node, (input,), (out,))
+    return out
+
+
+class SoftplusBackward0(Node):
+    __slots__ = ("x", "beta", "threshold")
+    _saved_fields = ("x",)
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
+        bx = x * self.beta
+        if graph:
+            linear = bx._data > self.threshold
+            d = where(linear, 1.0, sigmoid(bx)) if linear.any() else sigmoid(bx)
+        else:
+            d = _stable_sigmoid(bx)
+            d[bx > self.threshold] = 1
+        return (g * d,)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, computed stably; linear where ``beta * x > threshold`` (as torch)."""
+    xd = input._data
+    if xd.dtype.kind != "f":
+        raise RuntimeError(f'"softplus" not implemented for {xd.dtype}: softplus needs a floating input')
+    bx = xd * beta
+    with np.errstate(over="ignore"):
+        res = (np.log1p(np.exp(-np.abs(bx))) + np.maximum(bx, 0)) / beta
+    res = np.where(bx > threshold, xd, res).astype(xd.dtype, copy=False)
+    out = wrap(res, input._device)
+    if needs_grad(input):
+        node = SoftplusBackward0()
+        node.x = save(input)
+        node.beta = beta
+        node.threshold = threshold
+        record(node, (input,), (out,))
+    return out
+
+
+# ----- rounding: zero gradient ---------------------------------------------------------
+
+
+def _rounding(name: str, node_name: str, fn: Any) -> Callable[..., Tensor]:
+    class _Node(Node):
+        __slots__ = ()
+
+        def apply(self, grads: list[Any]) -> tuple[Any]:
+            g = grads[0]
+            return (g * 0 if g.__class__ is Tensor else np.zeros(g.shape, g.dtype),)
+
+    _Node.__name__ = _Node.__qualname__ = node_name
+    _Node.__doc__ = f"Backward of {name}: zero almost everywhere (as torch)."
+
+    def op(input: Tensor, **kwargs: Any) -> Tensor:
+        xd = input._data
+        if xd.dtype.kind in "biu":
+            return wrap(xd.copy(), input._device)
+        out = wrap(np.asarray(fn(xd, **kwargs)).astype(xd.dtype, copy=False), input._device)
+        if needs_grad(input):
+            record(_Node(), (input,), (out,))
+        return out
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise {name}; its gradient is zero (as torch)."
+    globals()[node_name] = _Node
+    return op
+
+
+floor = _rounding("floor", "FloorBackward0", np.floor)
+ceil = _rounding("ceil", "CeilBackward0", np.ceil)
+trunc = _rounding("trunc", "TruncBackward0", np.trunc)
+_round = _rounding("round", "RoundBackward0", np.round)
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """Round half to even (as torch), to ``decimals`` places; zero gradient."""
+    return _round(input, decimals=decimals) if decimals else _round(input)
+
+
+implements_ufunc(np.floor)(floor)
+implements_ufunc(np.ceil)(ceil)
+implements_ufunc(np.trunc)(trunc)
 
 
 # ----- Tensor methods and operators -----------------------------------------------------
@@ -531,7 +899,10 @@ for _name, _fn in {
     "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div, "divide": div,
     "true_divide": div, "pow": pow, "neg": neg, "negative": neg, "exp": exp, "log": log, "log1p": log1p,
     "sqrt": sqrt, "abs": abs, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
-    "clamp": clamp, "clip": clip, "sign": sign, "square": square, "reciprocal": reciprocal,
+    "clamp": clamp, "clip": clip, "sign": sign, "maximum": maximum, "minimum": minimum, "gelu": gelu,
+    "softplus": softplus, "erf": erf, "tan": tan, "log2": log2, "log10": log10, "rsqrt": rsqrt,
+    "floor": floor, "ceil": ceil, "trunc": trunc, "round": round,
+    "__floor__": floor, "__ceil__": ceil, "__trunc__": trunc, "square": square, "reciprocal": reciprocal,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "isnan": isnan, "isinf": isinf,
     "isfinite": isfinite, "logical_and": logical_and, "logical_or": logical_or,
     "logical_not": logical_not, "logical_xor": logical_xor,
@@ -542,5 +913,6 @@ for _name, _fn in {
     "__and__": logical_and, "__or__": logical_or, "__xor__": logical_xor, "__invert__": logical_not,
 }.items():
     tensor_method(_name)(_fn)
+Tensor.__round__ = lambda self, ndigits=None: round(self, decimals=ndigits or 0)  # type: ignore[attr-defined]
 Tensor.__pos__ = lambda self: self  # type: ignore[attr-defined]
 Tensor.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
