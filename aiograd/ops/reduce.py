@@ -7,19 +7,28 @@ written in numpy terms work on Tensors (NOTE [One rule for both modes]).
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..autograd.graph import Node
-from ..tensor import Tensor
+from ..autograd.graph import Node, save, save_output, unpack
+from ..tensor import Tensor, _resolve_dtype, get_default_dtype
 from ._common import implements_function, needs_grad, record, tensor_method, wrap
 
-__all__ = ["sum", "mean"]
+__all__ = [
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "logsumexp",
+    "all", "any", "norm",
+]
+
+_builtin_max = builtins.max
 
 
 def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
-    """``dim`` as a sorted tuple of non-negative axes (None: all)."""
+    """``dim`` as a sorted tuple of non-negative axes (None: all).
+
+    A 0-d tensor accepts dim 0 and -1 (as torch) and reduces over nothing: ``()``.
+    """
     if dim is None:
         return None
     if isinstance(dim, (list, tuple)):
@@ -27,15 +36,20 @@ def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
     else:
         dims = (dim,)
     out = []
+    top = _builtin_max(ndim, 1)
     for d in dims:
+        if isinstance(d, bool) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"dim must be an int or a tuple of ints, got {type(d).__name__}")
         d = int(d)
-        if not -max(ndim, 1) <= d < max(ndim, 1):
+        if not -top <= d < top:
             raise IndexError(
-                f"Dimension out of range (expected to be in range of [{-max(ndim, 1)}, {max(ndim, 1) - 1}], but got {d})"
+                f"Dimension out of range (expected to be in range of [{-top}, {top - 1}], but got {d})"
             )
         out.append(d % ndim if ndim else 0)
     if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
+        raise RuntimeError(f"dim {out[0] if len(out) == 1 else out} appears multiple times in the list of dims")
+    if not ndim or not out:
+        return None  # a 0-d input, or an empty list of dims (torch: reduce over all)
     return tuple(sorted(out))
 
 
@@ -82,6 +96,7 @@ def sum(
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     xd = input._data
     dims = normalize_dims(dim, xd.ndim)
+    dtype = _resolve_dtype(dtype) if dtype is not None else None
     res = np.sum(xd, axis=dims, keepdims=keepdim, dtype=dtype)
     if dtype is None and xd.dtype.kind in "biu":
         res = np.asarray(res).astype(np.int64)
@@ -103,6 +118,7 @@ def mean(
     """Mean over ``dim`` (all dims by default); floating inputs only, as torch."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     xd = input._data
+    dtype = _resolve_dtype(dtype) if dtype is not None else None
     if xd.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(
             f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
@@ -124,5 +140,587 @@ def mean(
     return out
 
 
-tensor_method("sum")(sum)
-tensor_method("mean")(mean)
+
+
+def _keep_shape(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The output shape with keepdim=True."""
+    if dims is None:
+        return (1,) * len(in_shape)
+    shape = list(in_shape)
+    for d in dims:
+        shape[d] = 1
+    return tuple(shape)
+
+
+def _count(in_shape: tuple[int, ...], dims: tuple[int, ...] | None) -> int:
+    n = 1
+    for d in dims if dims is not None else range(len(in_shape)):
+        n *= in_shape[d]
+    return n
+
+
+def _float_only(name: str, xd: np.ndarray) -> None:
+    if xd.dtype.kind not in "fc":
+        raise RuntimeError(f"{name}(): expected a floating point input, but got {xd.dtype}")
+
+
+# ----- prod ---------------------------------------------------------------------------
+
+
+def _prod_others_numpy(x: np.ndarray, dims: tuple[int, ...] | None) -> np.ndarray:
+    """For each element, the product of the other elements of its reduction group (exact with zeros).
+
+    The reduced dims are moved last and flattened; exclusive cumulative
+    products from the left and from the right multiply to "all but me".
+    """
+    nd = x.ndim
+    red = tuple(range(nd)) if dims is None else dims
+    keep = tuple(i for i in range(nd) if i not in red)
+    xm = np.transpose(x, keep + red)
+    moved_shape = xm.shape
+    k = _count(x.shape, red) if nd else 1
+    xm = xm.reshape(moved_shape[: len(keep)] + (k,))
+    left = np.ones_like(xm)
+    right = np.ones_like(xm)
+    if k > 1:
+        np.cumprod(xm[..., :-1], axis=-1, out=left[..., 1:])
+        np.cumprod(xm[..., :0:-1], axis=-1, out=right[..., -2::-1])
+    others = (left * right).reshape(moved_shape)
+    return np.transpose(others, np.argsort(keep + red))
+
+
+def _prod_others_graph(x: Tensor, dims: tuple[int, ...] | None) -> Tensor:
+    """``_prod_others_numpy`` with differentiable ops (create_graph passes through inputs with zeros):
+    row i of a (K, K) stack is the group with element i replaced by 1, and each row is multiplied out."""
+    from .elementwise import where
+
+    nd = x.ndim
+    red = tuple(range(nd)) if dims is None else dims
+    keep = tuple(i for i in range(nd) if i not in red)
+    xm = x.permute(keep + red) if nd else x  # type: ignore[attr-defined]
+    moved_shape = xm.shape
+    k = _count(x.shape, red) if nd else 1
+    lead = moved_shape[: len(keep)]
+    xm = xm.reshape(lead + (1, k))
+    stack = np.broadcast_to(xm, lead + (k, k))
+    stack = where(np.eye(k, dtype=bool), 1.0, stack)
+    others = prod(stack, -1).reshape(moved_shape)
+    return others.permute(tuple(np.argsort(keep + red))) if nd else others  # type: ignore[attr-defined, no-any-return]
+
+
+class ProdBackward0(Node):
+    """Gradient of a product: ``g * result / x`` without zeros, the product of the others with them."""
+
+    __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
+    _saved_fields = ("x", "result")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
+        xd = x._data if graph else x
+        gk = g if self.keepdim or not self.in_shape else g.reshape(_keep_shape(self.in_shape, self.dims))
+        if (xd != 0).all():
+            r = unpack(self, self.result, graph)
+            rk = r if self.keepdim or not self.in_shape else r.reshape(_keep_shape(self.in_shape, self.dims))
+            return (gk * (rk / x),)
+        others = _prod_others_graph(x, self.dims) if graph else _prod_others_numpy(xd, self.dims)
+        return (gk * others,)
+
+
+@implements_function(np.prod)
+def prod(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
+    keepdims: Any = None,
+) -> Tensor:
+    """Product over ``dim`` (all dims by default); exact gradient also where the input has zeros."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    xd = input._data
+    dims = normalize_dims(dim, xd.ndim)
+    dtype = _resolve_dtype(dtype) if dtype is not None else None
+    res = np.prod(xd, axis=dims, keepdims=keepdim, dtype=dtype)
+    if dtype is None and xd.dtype.kind in "biu":
+        res = np.asarray(res).astype(np.int64)
+    out = wrap(res, input._device)
+    if needs_grad(input) and out._data.dtype.kind in "fc":
+        node = ProdBackward0()
+        node.x = save(input)
+        node.in_shape = xd.shape
+        node.dims = dims
+        node.keepdim = keepdim
+        record(node, (input,), (out,))
+        node.result = save_output(out)
+    return out
+
+
+# ----- max / min / amax / amin / argmax / argmin ------------------------------------------
+
+
+class _ValuesIndices(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+
+class max_return(_ValuesIndices):
+    """``(values, indices)`` of ``max(input, dim)`` (torch.return_types.max)."""
+
+
+class min_return(_ValuesIndices):
+    """``(values, indices)`` of ``min(input, dim)`` (torch.return_types.min)."""
+
+
+def _tie_weights(xd: np.ndarray, rk: np.ndarray, dims: tuple[int, ...] | None, dtype: Any) -> np.ndarray:
+    """1/count at every element equal to its group's extremum (NaN counts as equal to a NaN result), else 0."""
+    mask = xd == rk
+    nan = np.isnan(rk) if rk.dtype.kind in "fc" else None
+    if nan is not None and nan.any():
+        mask |= np.isnan(xd) & nan
+    w = mask.astype(dtype)
+    count = w.sum(axis=dims, keepdims=True)
+    return w / count  # type: ignore[no-any-return]
+
+
+class AmaxBackward0(Node):
+    """Gradient of amax/amin (and of max()/min() without dim): shared evenly among tied extrema."""
+
+    __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
+    _saved_fields = ("x", "result")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        xd = unpack(self, self.x, False)
+        rd = unpack(self, self.result, False)
+        kshape = _keep_shape(self.in_shape, self.dims)
+        w = _tie_weights(xd, rd.reshape(kshape), self.dims, g.dtype)
+        gk = g if self.keepdim else g.reshape(kshape)
+        if graph:
+            w = Tensor._wrap(w, g._device)
+        return (gk * w,)
+
+
+class AminBackward0(AmaxBackward0):
+    __slots__ = ()
+
+
+class MaxBackward1(AmaxBackward0):
+    """max() over all elements (torch's evenly_distribute_backward)."""
+
+    __slots__ = ()
+
+
+class MinBackward1(AmaxBackward0):
+    __slots__ = ()
+
+
+def _amax_like(
+    name: str, fn: Any, node_cls: type, input: Tensor, dim: Any, keepdim: bool
+) -> Tensor:
+    xd = input._data
+    dims = normalize_dims(dim, xd.ndim)
+    if xd.size == 0:
+        if dims is None or builtins.any(xd.shape[d] == 0 for d in dims):
+            raise IndexError(
+                f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                "reduction dim with the 'dim' argument."
+                if dims is None
+                else f"{name}(): Expected reduction dim {dims[0]} to have non-zero size."
+            )
+    out = wrap(fn(xd, axis=dims, keepdims=keepdim), input._device)
+    if needs_grad(input):
+        node = node_cls()
+        node.x = save(input)
+        node.in_shape = xd.shape
+        node.dims = dims
+        node.keepdim = keepdim
+        record(node, (input,), (out,))
+        node.result = save_output(out)
+    return out
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    """Maximum over ``dim`` (an int or a tuple; all dims by default); ties share the gradient evenly."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    return _amax_like("amax", np.max, AmaxBackward0, input, dim, keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    """Minimum over ``dim`` (an int or a tuple; all dims by default); ties share the gradient evenly."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    return _amax_like("amin", np.min, AminBackward0, input, dim, keepdim)
+
+
+class MaxBackward0(Node):
+    """Gradient of max(dim)/min(dim): all of it to the position in ``indices``."""
+
+    __slots__ = ("indices", "in_shape", "dim", "keepdim")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        dim = self.dim
+        idx = self.indices
+        if not self.keepdim and self.in_shape:
+            idx = np.expand_dims(idx, dim)
+            g = np.expand_dims(g, dim) if g.__class__ is not Tensor else g.unsqueeze(dim)
+        if not self.in_shape:
+            return (g,)
+        if g.__class__ is Tensor:
+            mask = np.zeros(self.in_shape, dtype=g.dtype)
+            np.put_along_axis(mask, idx, 1, axis=dim)
+            return (np.broadcast_to(g, self.in_shape) * Tensor._wrap(mask, g._device),)
+        out = np.zeros(self.in_shape, dtype=g.dtype)
+        np.put_along_axis(out, idx, g, axis=dim)
+        return (out,)
+
+
+class MinBackward0(MaxBackward0):
+    __slots__ = ()
+
+
+def _arg_extremum(name: str, argfn: Any, xd: np.ndarray, dim: int | None, keepdim: bool) -> np.ndarray:
+    if xd.ndim == 0:
+        return np.zeros((), dtype=np.int64)
+    if dim is None:
+        if xd.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        idx = np.asarray(argfn(xd), dtype=np.int64)
+        return idx.reshape((1,) * xd.ndim) if keepdim else idx
+    if xd.shape[dim] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    return np.asarray(argfn(xd, axis=dim, keepdims=keepdim), dtype=np.int64)
+
+
+def _nan_arg(argfn: Any, nanarg: Any) -> Any:
+    """numpy's argmax ignores NaN ordering; torch treats NaN as the extremum (first NaN wins)."""
+
+    def f(xd: np.ndarray, axis: Any = None, keepdims: bool = False) -> np.ndarray:
+        if xd.dtype.kind == "f":
+            nan = np.isnan(xd)
+            if nan.any():
+                return np.argmax(nan, axis=axis, keepdims=keepdims) if axis is not None or not keepdims else np.argmax(nan)
+        return argfn(xd, axis=axis, keepdims=keepdims) if axis is not None else argfn(xd)
+
+    return f
+
+
+_argmax = _nan_arg(np.argmax, None)
+_argmin = _nan_arg(np.argmin, None)
+
+
+def _max_min(name: str, red: Any, argfn: Any, full_node: type, dim_node: type, ret: type,
+             input: Tensor, dim: Any, keepdim: bool) -> Any:
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum, minimum
+
+        return (maximum if name == "max" else minimum)(input, dim)
+    xd = input._data
+    if dim is None:
+        return _amax_like(name, red, full_node, input, None, False)
+    d = normalize_dims(dim, xd.ndim)
+    axis = d[0] if d else None
+    if axis is None:  # a 0-d input
+        values = wrap(xd.copy(), input._device)
+        indices = wrap(np.zeros((), dtype=np.int64), input._device)
+    else:
+        idx = _arg_extremum(name, argfn, xd, axis, True)
+        vals = np.take_along_axis(xd, idx, axis=axis)
+        if not keepdim:
+            idx = idx.squeeze(axis)
+            vals = vals.squeeze(axis)
+        values = wrap(vals, input._device)
+        indices = wrap(idx, input._device)
+    if needs_grad(input):
+        node = dim_node()
+        node.indices = indices._data
+        node.in_shape = xd.shape
+        node.dim = axis
+        node.keepdim = keepdim
+        record(node, (input,), (values,))
+    return ret(values, indices)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """``max(input)``: the largest element (0-d; ties share the gradient evenly).
+    ``max(input, dim, keepdim=False)``: ``(values, indices)``, the gradient goes to ``indices``.
+    ``max(input, other)``: ``maximum``."""
+    return _max_min("max", np.max, _argmax, MaxBackward1, MaxBackward0, max_return, input, dim, keepdim)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """``min(input)``, ``min(input, dim, keepdim=False) -> (values, indices)``, ``min(input, other)``."""
+    return _max_min("min", np.min, _argmin, MinBackward1, MinBackward0, min_return, input, dim, keepdim)
+
+
+@implements_function(np.argmax)
+def argmax(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    """Index of the largest element (flattened without ``dim``); int64, not differentiable."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    d = normalize_dims(dim, input.ndim) if dim is not None else None
+    return wrap(_arg_extremum("argmax", _argmax, input._data, d[0] if d else None, keepdim), input._device)
+
+
+@implements_function(np.argmin)
+def argmin(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    """Index of the smallest element (flattened without ``dim``); int64, not differentiable."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    d = normalize_dims(dim, input.ndim) if dim is not None else None
+    return wrap(_arg_extremum("argmin", _argmin, input._data, d[0] if d else None, keepdim), input._device)
+
+
+@implements_function(np.max, np.amax)
+def _np_max(a: Tensor, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+    return amax(a, () if axis is None else axis, keepdims)
+
+
+@implements_function(np.min, np.amin)
+def _np_min(a: Tensor, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+    return amin(a, () if axis is None else axis, keepdims)
+
+
+# ----- var / std ------------------------------------------------------------------------
+
+
+def _correction(name: str, dim: Any, unbiased: Any, correction: Any) -> tuple[Any, float]:
+    if isinstance(dim, bool):  # var(x, False): the legacy positional unbiased
+        if unbiased is not None:
+            raise TypeError(f"{name}() got unbiased twice")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{name}(): cannot specify both 'unbiased' and 'correction'; use correction")
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    return dim, float(correction)
+
+
+class VarBackward0(Node):
+    """``g * 2 (x - mean) / (N - correction)``."""
+
+    __slots__ = ("x", "in_shape", "dims", "keepdim", "factor")
+    _saved_fields = ("x",)
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        x = unpack(self, self.x, g.__class__ is Tensor)
+        gk = g if self.keepdim or not self.in_shape else g.reshape(_keep_shape(self.in_shape, self.dims))
+        centered = x - x.mean(axis=self.dims, keepdims=True)
+        return (gk * (centered * self.factor),)
+
+
+class StdBackward0(Node):
+    """``g * (x - mean) / ((N - correction) * std)``; zero where std is zero (as torch)."""
+
+    __slots__ = ("x", "result", "in_shape", "dims", "keepdim", "factor")
+    _saved_fields = ("x", "result")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
+        r = unpack(self, self.result, graph)
+        kshape = _keep_shape(self.in_shape, self.dims)
+        gk = g if self.keepdim or not self.in_shape else g.reshape(kshape)
+        rk = r if self.keepdim or not self.in_shape else r.reshape(kshape)
+        rd = rk._data if graph else rk
+        zero = rd == 0
+        if zero.any():
+            from .elementwise import where
+
+            mask = np.broadcast_to(zero, gk.shape)
+            gk = where(mask, 0.0, gk) if graph else np.where(mask, 0, gk).astype(g.dtype, copy=False)
+            rk = where(zero, 1.0, rk) if graph else np.where(zero, 1, rk).astype(rd.dtype, copy=False)
+        centered = x - x.mean(axis=self.dims, keepdims=True)
+        return (gk / rk * (centered * self.factor),)
+
+
+def _var_std(
+    name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any, take_sqrt: bool
+) -> Tensor:
+    dim, corr = _correction(name, dim, unbiased, correction)
+    xd = input._data
+    if xd.dtype.kind not in "fc":
+        raise RuntimeError(f"{name}(): std and var only support floating point and complex dtypes, got {xd.dtype}")
+    dims = normalize_dims(dim, xd.ndim)
+    n = _count(xd.shape, dims)
+    denom = _builtin_max(n - corr, 0.0)  # torch divides by max(N - correction, 0): inf or nan below that
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = xd - xd.mean(axis=dims, keepdims=True)
+        res = np.sum(c * c, axis=dims, keepdims=keepdim) / np.float64(denom)
+        if take_sqrt:
+            res = np.sqrt(res)
+    out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
+    if needs_grad(input):
+        node = StdBackward0() if take_sqrt else VarBackward0()
+        node.x = save(input)
+        node.in_shape = xd.shape
+        node.dims = dims
+        node.keepdim = keepdim
+        node.factor = (1.0 if take_sqrt else 2.0) / denom if denom > 0 else np.inf
+        record(node, (input,), (out,))
+        if take_sqrt:
+            node.result = save_output(out)
+    return out
+
+
+def var(
+    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: Any = None,
+) -> Tensor:
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1; legacy ``unbiased=False`` means 0)."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    return _var_std("var", input, dim, unbiased, keepdim, correction, False)
+
+
+def std(
+    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
+    axis: Any = None, keepdims: Any = None,
+) -> Tensor:
+    """Standard deviation over ``dim`` (``correction`` and legacy ``unbiased`` as in ``var``)."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    return _var_std("std", input, dim, unbiased, keepdim, correction, True)
+
+
+@implements_function(np.var)
+def _np_var(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **kw: Any) -> Tensor:
+    return var(a, axis, keepdim=keepdims, correction=ddof)
+
+
+@implements_function(np.std)
+def _np_std(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **kw: Any) -> Tensor:
+    return std(a, axis, keepdim=keepdims, correction=ddof)
+
+
+# ----- logsumexp ---------------------------------------------------------------------------
+
+
+class LogsumexpBackward0(Node):
+    """``g * exp(x - result)``."""
+
+    __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
+    _saved_fields = ("x", "result")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
+        r = unpack(self, self.result, graph)
+        if not self.keepdim and self.in_shape:
+            kshape = _keep_shape(self.in_shape, self.dims)
+            g = g.reshape(kshape)
+            r = r.reshape(kshape)
+        return (g * np.exp(x - r),)
+
+
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``dim``, computed stably (the max is taken out first)."""
+    xd = input._data
+    if xd.dtype.kind not in "fc":
+        xd = xd.astype(get_default_dtype())
+    dims = normalize_dims(dim, xd.ndim)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        m = np.max(xd, axis=dims, keepdims=True) if xd.size else np.zeros(_keep_shape(xd.shape, dims), xd.dtype)
+        m = np.where(np.isfinite(m), m, 0).astype(xd.dtype, copy=False)
+        s = np.sum(np.exp(xd - m), axis=dims, keepdims=True)
+        res = np.log(s) + m
+    if not keepdim:
+        res = res.reshape(np.sum(xd, axis=dims).shape) if xd.ndim else res.reshape(())
+    out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
+    if needs_grad(input):
+        node = LogsumexpBackward0()
+        node.x = save(input)
+        node.in_shape = xd.shape
+        node.dims = dims
+        node.keepdim = keepdim
+        record(node, (input,), (out,))
+        node.result = save_output(out)
+    return out
+
+
+# ----- all / any ----------------------------------------------------------------------------
+
+
+@implements_function(np.all)
+def all(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    """Whether every element (along ``dim``) is true; a bool tensor, not differentiable."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    xd = input._data
+    return wrap(np.all(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim), input._device)
+
+
+@implements_function(np.any)
+def any(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
+    """Whether some element (along ``dim``) is true; a bool tensor, not differentiable."""
+    dim, keepdim = _pick(dim, axis, keepdim, keepdims)
+    xd = input._data
+    return wrap(np.any(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim), input._device)
+
+
+# ----- norm ---------------------------------------------------------------------------------
+
+
+class LinalgVectorNormBackward0(Node):
+    """Gradient of the 2-norm: ``g * x / norm``, zero where the norm is zero (as torch)."""
+
+    __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
+    _saved_fields = ("x", "result")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
+        r = unpack(self, self.result, graph)
+        if not self.keepdim and self.in_shape:
+            kshape = _keep_shape(self.in_shape, self.dims)
+            g = g.reshape(kshape)
+            r = r.reshape(kshape)
+        rd = r._data if graph else r
+        zero = rd == 0
+        if zero.any():
+            from .elementwise import where
+
+            r = where(zero, 1.0, r) if graph else np.where(zero, 1, r).astype(rd.dtype, copy=False)
+        return (g / r * x,)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The vector p-norm over ``dim`` (all elements by default): p = 2 ("fro"), 1, inf, -inf, 0 or any number."""
+    xd = input._data
+    _float_only("norm", xd)
+    if dtype is not None:
+        input = input.to(_resolve_dtype(dtype))  # type: ignore[attr-defined]
+        xd = input._data
+    if p == "fro" or p == 2:
+        dims = normalize_dims(dim, xd.ndim)
+        res = np.sqrt(np.sum(xd * xd, axis=dims, keepdims=keepdim))
+        out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
+        if needs_grad(input):
+            node = LinalgVectorNormBackward0()
+            node.x = save(input)
+            node.in_shape = xd.shape
+            node.dims = dims
+            node.keepdim = keepdim
+            record(node, (input,), (out,))
+            node.result = save_output(out)
+        return out
+    if isinstance(p, str):
+        raise ValueError(f"norm(): p must be a number or 'fro', got {p!r}")
+    a = abs(input)  # type: ignore[call-overload]
+    d = () if dim is None else dim
+    if p == np.inf:
+        return amax(a, d, keepdim)
+    if p == -np.inf:
+        return amin(a, d, keepdim)
+    if p == 0:
+        return sum((input != 0).to(xd.dtype), dim, keepdim)  # type: ignore[attr-defined]
+    if p == 1:
+        return sum(a, dim, keepdim)
+    return sum(a ** p, dim, keepdim) ** (1.0 / p)  # type: ignore[no-any-return]
+
+
+for _name, _fn in {
+    "sum": sum, "mean": mean, "prod": prod, "max": max, "min": min, "amax": amax, "amin": amin,
+    "argmax": argmax, "argmin": argmin, "var": var, "std": std, "logsumexp": logsumexp, "all": all,
+    "any": any, "norm": norm,
+}.items():
+    tensor_method(_name)(_fn)
