@@ -34,6 +34,17 @@ def running_loop_kind() -> str | None:
         return None
 
 
+def checkpoint_function() -> Callable[[], Any]:
+    """The cheapest way to yield to the running loop: ``asyncio.sleep(0)`` on asyncio, anyio's otherwise."""
+    if running_loop_kind() == "asyncio":
+        return _asyncio_yield
+    return checkpoint
+
+
+def _asyncio_yield() -> Any:
+    return asyncio.sleep(0)
+
+
 def in_async_context() -> bool:
     return running_loop_kind() is not None
 

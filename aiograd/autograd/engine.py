@@ -499,7 +499,7 @@ class Engine:
             first_grads[roots[0][1]] = root_grads[0]
         else:
             first = GraphRoot(list(roots), list(root_grads))
-            first_grads = []
+            first_grads = [None]  # GraphRoot takes no gradient; the hot loop reads grads[0]
 
         min_topo = 0
         if outputs:
@@ -597,6 +597,7 @@ class Engine:
         done = gt.done
         min_work = offload_policy.engine_min_work()
         AG = AccumulateGrad
+        checkpoint = _aio.checkpoint_function()
         deadline = perf_counter() + _time_slice
         countdown = _CHECK_EVERY
         nxt: Node | None = None
@@ -651,11 +652,11 @@ class Engine:
                     for e, g in zip(edges, outputs):
                         if e is None:
                             continue
-                        nn, nr = e
-                        if g is not None:
-                            meta = nn.input_metadata[nr]
-                            if g.dtype is not meta[1] or g.shape != meta[0]:
-                                g = validate_grad(node.name(), _index_of(outputs, g), g, meta)  # type: ignore[union-attr]
+                        nn = e[0]
+                        nr = e[1]
+                        # Validation fast path: the edge carries the expected dtype and shape.
+                        if g is not None and (g.dtype is not e[3] or g.shape != e[2]):
+                            g = validate_grad(node.name(), _index_of(outputs, g), g, nn.input_metadata[nr])  # type: ignore[union-attr]
                         if exec_info is not None:
                             info = exec_info.get(nn)
                             if info is None or not (info[0] or info[1] is not None):
@@ -663,14 +664,14 @@ class Engine:
                         entry = table.get(nn)
                         if entry.__class__ is int:
                             if entry == 1:
-                                k = len(nn.input_metadata)
+                                k = nn.n_inputs
                                 if k == 1:
                                     ready = [g]
                                 else:
                                     ready = [None] * k
                                     ready[nr] = g
                             else:
-                                buf = InputBuffer(len(nn.input_metadata), entry - 1)
+                                buf = InputBuffer(nn.n_inputs, entry - 1)
                                 buf.grads[nr] = g
                                 table[nn] = buf
                                 gt.pending_buffers += 1
@@ -724,7 +725,7 @@ class Engine:
             if not countdown:
                 countdown = _CHECK_EVERY
                 if perf_counter() >= deadline:
-                    await _aio.checkpoint()
+                    await checkpoint()
                     deadline = perf_counter() + _time_slice
 
     def _instrument(self, gt: GraphTask, node: Node, grads: list[Any]) -> list[Any] | None:

@@ -61,10 +61,17 @@ _FREED = (
 
 
 class Edge(NamedTuple):
-    """Where a gradient goes: input ``input_nr`` of ``node``."""
+    """Where a gradient goes: input ``input_nr`` of ``node``.
+
+    ``shape``/``dtype`` repeat what ``node.input_metadata[input_nr]`` says the
+    gradient must be, so the engine validates it without touching the next
+    node's metadata (a cold object on large graphs); None means "look it up".
+    """
 
     node: "Node"
     input_nr: int
+    shape: "tuple[int, ...] | None" = None
+    dtype: "np.dtype | None" = None
 
 
 class InputMetadata(NamedTuple):
@@ -107,7 +114,8 @@ class Node:
         "next_edges",
         "sequence_nr",
         "topological_nr",
-        "input_metadata",
+        "_input_metadata",
+        "n_inputs",
         "device",
         "_pre_hooks",
         "_tensor_pre_hooks",
@@ -129,7 +137,7 @@ class Node:
         self.next_edges: list[Edge | None] = []
         self.sequence_nr = next_sequence_nr()
         self.topological_nr = 0
-        self.input_metadata: list[InputMetadata] = []
+        self.input_metadata = []
         self.device = CPU
         self._pre_hooks: dict[int, Any] | None = None
         self._tensor_pre_hooks: dict[int, tuple[int, Any]] | None = None
@@ -139,6 +147,16 @@ class Node:
         self._forward_trace: list[str] | None = None
         self._hooked = False  # any hook at all: the hot loop checks this one flag
         self.work = 0  # size of the backward's work (elements, or flops): read by the offload policy
+
+    @property
+    def input_metadata(self) -> list[InputMetadata]:
+        """Shape, dtype and device of the gradient expected at each input of this node."""
+        return self._input_metadata
+
+    @input_metadata.setter
+    def input_metadata(self, metas: list[InputMetadata]) -> None:
+        self._input_metadata = metas
+        self.n_inputs = len(metas)  # read by the hot loop instead of len(input_metadata)
 
     # ----- the rule -------------------------------------------------------------
     def apply(self, grads: list[Any]) -> Sequence[Any]:
@@ -287,6 +305,7 @@ class GraphRoot(Node):
     """A node with no inputs that seeds the pass: passes the root gradients to the roots."""
 
     __slots__ = ("outputs",)
+    _runs_on_undefined = True  # it has no incoming gradient: apply must run regardless
 
     def __init__(self, edges: list[Edge | None], grads: list[Any]) -> None:
         super().__init__()
@@ -294,8 +313,9 @@ class GraphRoot(Node):
         self.outputs = grads
         self.sequence_nr = MAX_SEQUENCE_NR
         for e in edges:
-            if e is not None and e.node.topological_nr + 1 > self.topological_nr:
-                self.topological_nr = e.node.topological_nr + 1
+            # edges may be plain (node, input_nr) tuples (Tensor._gradient_edge)
+            if e is not None and e[0].topological_nr + 1 > self.topological_nr:
+                self.topological_nr = e[0].topological_nr + 1
 
     def apply(self, grads: list[Any]) -> list[Any]:
         return self.outputs
@@ -305,6 +325,9 @@ class GraphRoot(Node):
 
 
 # ----- recording ops ------------------------------------------------------------------
+
+
+_new_edge = tuple.__new__  # builds an Edge without NamedTuple's Python-level __new__
 
 
 def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> None:
@@ -324,11 +347,12 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
                 device = x._device
             if x._requires_grad:
                 fn = x.grad_fn
+                d = x._data
                 if fn is None:
                     fn = x._get_grad_accumulator()
-                    edges.append(Edge(fn, 0))
+                    edges.append(_new_edge(Edge, (fn, 0, d.shape, d.dtype)))
                 else:
-                    edges.append(Edge(fn, x._output_nr))
+                    edges.append(_new_edge(Edge, (fn, x._output_nr, d.shape, d.dtype)))
                 if fn.topological_nr >= topo:
                     topo = fn.topological_nr + 1
                 continue
@@ -366,49 +390,57 @@ def needs_grad(*inputs: Any) -> bool:
 
 
 # ----- saved tensors -----------------------------------------------------------------
-# A saved tensor is a tuple (tensor, version at save time, output_nr or -1).
-# NOTE [Saved outputs]: an op that saves its own output keeps an alias without
-# grad_fn (so node -> tensor -> node makes no reference cycle) and rebuilds
-# the tensor with grad_fn = the node when a create_graph pass needs it.
+# NOTE [Saved tensors]: like torch's SavedVariable, a saved tensor keeps its data
+# and its graph position, not the Tensor object: the tuple
+#     (array, version_counter, version_at_save, grad_fn, output_nr, leaf, device, is_output)
+# An ordinary pass reads ``array`` after comparing the counter with the saved
+# version (the in-place check). A create_graph pass rebuilds a Tensor at the
+# same place in the graph (the leaf itself for a leaf that requires grad).
+# Intermediate Tensor objects therefore die during forward, and an op that
+# saves its own output makes no reference cycle (its grad_fn is supplied by
+# the unpacking node).
 
 
-def save(t: "Tensor") -> tuple["Tensor", int, int]:
+def save(t: "Tensor") -> tuple[Any, ...]:
     """Remember an input tensor for backward, with its version for the in-place check."""
-    return (t, t._version_counter.value, -1)
+    vc = t._version_counter
+    fn = t.grad_fn
+    leaf = t if (fn is None and t._requires_grad) else None
+    return (t._data, vc, vc.value, fn, t._output_nr, leaf, t._device, False)
 
 
-def save_output(t: "Tensor") -> tuple["Tensor", int, int]:
-    """Remember an op's own output for backward without a reference cycle."""
-    from ..tensor import Tensor
-
-    alias = Tensor._wrap(t._data, t._device)
-    alias._version_counter = t._version_counter
-    return (alias, t._version_counter.value, t._output_nr)
+def save_output(t: "Tensor") -> tuple[Any, ...]:
+    """Remember an op's own output for backward (call after ``record``)."""
+    vc = t._version_counter
+    return (t._data, vc, vc.value, None, t._output_nr, None, t._device, True)
 
 
 def unpack(node: Node, saved: Any, graph: bool) -> Any:
     """The saved array (or Tensor, in a create_graph pass), after the freed/in-place checks."""
     if saved is None:
         raise RuntimeError(_FREED)
-    t, version, out_nr = saved
-    if t._version_counter.value != version:
+    arr, vc, version, fn, out_nr, leaf, device, is_output = saved
+    if vc.value != version:
         raise RuntimeError(
             "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{t._data.dtype} {list(t._data.shape)}], which is saved by {node.name()}, is at "
-            f"version {t._version_counter.value}; expected version {version} instead. Hint: the "
-            "operation that modified it ran after the forward op; make a copy (clone()) before changing it."
+            f"operation: [{arr.dtype} {list(arr.shape)}], which is saved by {node.name()}, is at "
+            f"version {vc.value}; expected version {version} instead. Hint: the operation that "
+            "modified it ran after the forward op; make a copy (clone()) before changing it."
         )
     if not graph:
-        return t._data
-    if out_nr < 0:
-        return t
+        return arr
+    if leaf is not None:
+        return leaf
     from ..tensor import Tensor
 
-    r = Tensor._wrap(t._data, t._device)
-    r._version_counter = t._version_counter
-    r.grad_fn = node
-    r._output_nr = out_nr
-    r._requires_grad = True
+    r = Tensor._wrap(arr, device)
+    r._version_counter = vc
+    if is_output:
+        fn = node
+    if fn is not None:
+        r.grad_fn = fn
+        r._output_nr = out_nr
+        r._requires_grad = True
     return r
 
 
