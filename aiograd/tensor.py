@@ -20,7 +20,7 @@ from .autograd import grad_mode as _gm
 from .devices import CPU, Device, DeviceLike
 
 if TYPE_CHECKING:
-    from .autograd.graph import AccumulateGrad, Node, RemovableHandle
+    from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle
 
 __all__ = [
     "Tensor",
@@ -385,12 +385,15 @@ class Tensor:
         self._retains_grad = True
         self.grad_fn._add_retains_grad(self)
 
-    def _gradient_edge(self) -> "tuple[Node, int]":
-        """The (node, input_nr) that receives this tensor's gradient."""
+    def _gradient_edge(self) -> "Edge":
+        """The Edge (node, input_nr, shape, dtype) that receives this tensor's gradient."""
+        from .autograd.graph import Edge
+
         fn = self.grad_fn
+        d = self._data
         if fn is not None:
-            return fn, self._output_nr
-        return self._get_grad_accumulator(), 0
+            return Edge(fn, self._output_nr, d.shape, d.dtype)
+        return Edge(self._get_grad_accumulator(), 0, d.shape, d.dtype)
 
     def _get_grad_accumulator(self) -> "AccumulateGrad":
         acc = self._grad_accumulator() if self._grad_accumulator is not None else None

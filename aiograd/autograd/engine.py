@@ -318,7 +318,7 @@ def init_to_execute(
     (input_nr, output_index) or None.
     """
     info: dict[Node, list[Any]] = {}
-    for idx, (node, nr) in enumerate(outputs):
+    for idx, (node, nr, *_) in enumerate(outputs):
         entry = info.get(node)
         if entry is None:
             entry = info[node] = [False, None]

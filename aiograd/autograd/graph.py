@@ -309,7 +309,7 @@ class GraphRoot(Node):
 
     def __init__(self, edges: list[Edge | None], grads: list[Any]) -> None:
         super().__init__()
-        self.next_edges = edges
+        self.next_edges = [e if e is None or len(e) == 4 else Edge(e[0], e[1]) for e in edges]
         self.outputs = grads
         self.sequence_nr = MAX_SEQUENCE_NR
         for e in edges:
