@@ -207,12 +207,12 @@ class CheckpointBackward(Node):
             s = sinks.get(key)
             if s is None:
                 s = sinks[key] = _Sink(e[0].input_metadata[e[1]])
-            return Edge(s, 0)
+            return _full_edge(s, 0)
 
         roots = []
         for o in recomputed:
             e = Edge(*o._gradient_edge())
-            roots.append(sink_for(e) if _is_outside(e[0], start_seq) else e)
+            roots.append(sink_for(e) if _is_outside(e[0], start_seq) else _full_edge(e[0], e[1]))
         _cut_at_boundary([r[0] for r in roots], start_seq, sink_for)
         outputs = []
         for e in self.next_edges:
@@ -220,7 +220,7 @@ class CheckpointBackward(Node):
                 continue
             key = (id(e[0]), e[1])
             # an edge the recomputation did not reach gets a sink of its own: captured as None
-            outputs.append(Edge(sinks[key], 0) if key in sinks else Edge(_Sink(e[0].input_metadata[e[1]]), 0))
+            outputs.append(_full_edge(sinks[key] if key in sinks else _Sink(e[0].input_metadata[e[1]]), 0))
         captured = await default_engine.execute(roots, root_grads, False, create_graph, False, outputs)
         assert captured is not None
         it = iter(captured)
@@ -238,6 +238,11 @@ class _Sink(Node):
 
     def apply(self, grads: list[Any]) -> tuple[()]:
         return ()
+
+
+def _full_edge(node: Node, nr: int) -> Edge:
+    meta = node.input_metadata[nr]
+    return Edge(node, nr, meta.shape, meta.dtype)
 
 
 def _is_outside(n: Node, start_seq: int) -> bool:
@@ -275,7 +280,7 @@ def _find_boundary(outputs: list[Tensor], start_seq: int) -> tuple[list[Edge], l
             key = (id(n), edge[1])
             if key not in seen_edges:
                 seen_edges.add(key)
-                boundary.append(Edge(n, edge[1]))
+                boundary.append(_full_edge(n, edge[1]))
         elif id(n) not in seen:
             seen.add(id(n))
             inside.append(n)
