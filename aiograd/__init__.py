@@ -32,6 +32,9 @@ from .autograd.checkpoint import checkpoint
 from . import functional
 from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import autograd
+# `import aiograd.nn`, not `from . import nn`: `from .ops import *` above binds the name nn to aiograd.ops.nn
+import aiograd.nn as nn  # noqa: E402
+import aiograd.optim as optim  # noqa: E402
 
 from .tensor import __all__ as _tensor_all
 from .ops import __dict__ as _ops_dict

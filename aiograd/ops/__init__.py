@@ -7,5 +7,6 @@ from . import _common  # noqa: F401  (installs numpy dispatch on Tensor)
 from .convert import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403

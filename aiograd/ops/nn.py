@@ -420,6 +420,7 @@ def conv2d(
         node.out_hw = (Ho, Wo)
         node.unbatched = unbatched
         record(node, inputs, (out,))
+        node.work = 2 * M * K * O  # flops of one of the two products (read by the offload policy)
     return out
 
 
