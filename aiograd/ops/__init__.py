@@ -10,3 +10,5 @@ from .linalg import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .index import *  # noqa: F401,F403
+from .inplace import *  # noqa: F401,F403

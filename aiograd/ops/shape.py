@@ -1,5 +1,6 @@
 """Shape ops and their derivative rules: reshape/view, flatten, squeeze/unsqueeze,
-permute/transpose, expand/broadcast_to.
+permute/transpose, expand/broadcast_to, cat/stack, split/chunk/unbind, flip,
+repeat/tile.
 
 Results that are numpy views share the input's version counter (as torch
 views do), so an in-place change through either is seen by saved-tensor checks.
@@ -7,17 +8,19 @@ views do), so an in-place change through either is seen by saved-tensor checks.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
 
 from ..autograd.graph import Node, sum_to
 from ..tensor import Tensor, _shape_args
-from ._common import implements_function, needs_grad, record, tensor_method
+from ._common import common_device, implements_function, needs_grad, record, tensor_method
 
 __all__ = [
     "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "swapaxes",
-    "expand", "broadcast_to", "movedim",
+    "expand", "broadcast_to", "movedim", "cat", "concat", "concatenate", "stack", "split", "chunk",
+    "unbind", "flip", "repeat", "tile",
 ]
 
 
@@ -26,8 +29,43 @@ def make_view(input: Tensor, arr: np.ndarray) -> Tensor:
     out = Tensor._wrap(arr, input._device)
     if arr.base is not None and np.shares_memory(arr, input._data):
         out._version_counter = input._version_counter
-        out._base = input._base if input._base is not None else input
+        root = input._base if input._base is not None else input
+        out._base = root
+        if not (root._requires_grad and root.grad_fn is None):
+            _register_view(root, out)
     return out
+
+
+# NOTE [Live views]: an in-place op that rebases the history of a tensor (gives it a
+# new grad_fn) changes the values seen by every view of its storage, so those views
+# must get a new grad_fn too, or their gradients would flow into the old history
+# (torch regenerates a view's grad_fn lazily when it sees the version moved). We keep
+# weak references to the views of each base and regenerate the overlapping ones at
+# the in-place op (ops/inplace.py). Views of a leaf that requires grad are not kept:
+# an in-place op that could rebase them is an error. Dead entries are pruned when a
+# list doubles, so a long-lived base sliced in a loop does not grow the registry.
+_VIEWS: dict[int, list[Any]] = {}
+
+
+def _register_view(root: Tensor, view: Tensor) -> None:
+    key = id(root)
+    entry = _VIEWS.get(key)
+    if entry is None:
+        # entry = [weakref to root (its callback drops the entry), prune threshold, *view refs]
+        entry = _VIEWS[key] = [weakref.ref(root, lambda _r, k=key: _VIEWS.pop(k, None)), 16]
+    entry.append(weakref.ref(view))
+    if len(entry) > entry[1]:
+        alive = [r for r in entry[2:] if r() is not None]
+        entry[2:] = alive
+        entry[1] = max(16, 2 * len(entry))
+
+
+def live_views(root: Tensor) -> list[Tensor]:
+    """The views of ``root``'s storage that are still alive (see NOTE [Live views])."""
+    entry = _VIEWS.get(id(root))
+    if entry is None:
+        return []
+    return [v for v in (r() for r in entry[2:]) if v is not None]
 
 
 def _wrap_dim(d: int, ndim: int) -> int:
@@ -256,3 +294,302 @@ def _view_as(self: Tensor, other: Tensor) -> Tensor:
 Tensor.reshape_as = _reshape_as  # type: ignore[attr-defined]
 Tensor.expand_as = _expand_as  # type: ignore[attr-defined]
 Tensor.view_as = _view_as  # type: ignore[attr-defined]
+
+
+# ----- cat / stack ----------------------------------------------------------------------
+# NOTE [Slicer tuples]: the backward of cat/stack hands each input the part of the
+# gradient that came from it. The index tuples are built once in forward, so
+# ``apply`` is one ``g[s]`` per input; ``g[s]`` is a numpy view in an ordinary
+# pass and a differentiable getitem in a create_graph pass.
+
+
+def _as_tensor_list(tensors: Any, op: str) -> list[Tensor]:
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not Tensor")
+    ts = [t if isinstance(t, Tensor) else Tensor._wrap(np.asarray(t)) for t in tensors]
+    if not ts:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    return ts
+
+
+class CatBackward0(Node):
+    __slots__ = ("slicers",)
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        g = grads[0]
+        return [g[s] if e is not None else None for s, e in zip(self.slicers, self.next_edges)]
+
+
+class StackBackward0(CatBackward0):
+    __slots__ = ()
+
+
+def cat(tensors: Any, dim: int = 0) -> Tensor:
+    """Concatenate ``tensors`` along an existing dim ``dim``."""
+    ts = _as_tensor_list(tensors, "cat")
+    ref = ts[0]
+    # torch skips legacy empty 1-d tensors when the others have more dims
+    if ref.ndim > 1 or any(t.ndim > 1 for t in ts):
+        ts2 = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)]
+        ts = ts2 or ts
+        ref = ts[0]
+    nd = ref.ndim
+    if nd == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, nd)
+    for i, t in enumerate(ts):
+        if t.ndim != nd:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {nd} and {t.ndim}"
+            )
+        for k in range(nd):
+            if k != d and t.shape[k] != ref.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size {ref.shape[k]} "
+                    f"but got size {t.shape[k]} for tensor number {i} in the list."
+                )
+    device = common_device(*ts)
+    out = Tensor._wrap(np.concatenate([t._data for t in ts], axis=d), device)
+    if needs_grad(*ts):
+        node = CatBackward0()
+        lead = (slice(None),) * d
+        slicers = []
+        off = 0
+        for t in ts:
+            n = t.shape[d]
+            slicers.append(lead + (slice(off, off + n),))
+            off += n
+        node.slicers = slicers
+        record(node, ts, (out,))
+    return out
+
+
+concat = cat
+concatenate = cat
+
+
+@implements_function(np.concatenate)
+def _np_concatenate(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
+    if out is not None or kwargs:
+        return NotImplemented
+    return cat(arrays, axis)
+
+
+def stack(tensors: Any, dim: int = 0) -> Tensor:
+    """Join ``tensors`` (all of one shape) along a new dim ``dim``."""
+    ts = _as_tensor_list(tensors, "stack")
+    shp = ts[0].shape
+    for i, t in enumerate(ts):
+        if t.shape != shp:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(shp)} at entry 0 and "
+                f"{list(t.shape)} at entry {i}"
+            )
+    d = _wrap_dim(dim, len(shp) + 1)
+    device = common_device(*ts)
+    out = Tensor._wrap(np.stack([t._data for t in ts], axis=d), device)
+    if needs_grad(*ts):
+        node = StackBackward0()
+        lead = (slice(None),) * d
+        node.slicers = [lead + (i,) for i in range(len(ts))]
+        record(node, ts, (out,))
+    return out
+
+
+@implements_function(np.stack)
+def _np_stack(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
+    if out is not None or kwargs:
+        return NotImplemented
+    return stack(arrays, axis)
+
+
+# ----- split / chunk / unbind ------------------------------------------------------------
+# One node for all the pieces (torch's SplitBackward0): its outputs are views of the
+# input. A piece that receives no gradient contributes zeros.
+
+
+class SplitBackward0(Node):
+    __slots__ = ("slicers", "in_shape", "dtype", "dim")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        present = [g for g in grads if g is not None]
+        if present and present[0].__class__ is Tensor:
+            return (self._graph(grads, present[0]),)
+        if len(present) == len(grads):
+            return (self._join(grads),)
+        gi = np.zeros(self.in_shape, present[0].dtype if present else self.dtype)
+        for s, g in zip(self.slicers, grads):
+            if g is not None:
+                gi[s] = g
+        return (gi,)
+
+    def _join(self, grads: list[Any]) -> Any:
+        return np.concatenate(grads, axis=self.dim)
+
+    def _zeros_like_piece(self, s: tuple[Any, ...], like: Tensor) -> Tensor:
+        shp = np.empty(self.in_shape, dtype=bool)[s].shape
+        return Tensor._wrap(np.zeros(shp, like._data.dtype), like._device)
+
+    def _graph(self, grads: list[Any], like: Tensor) -> Tensor:
+        full = [g if g is not None else self._zeros_like_piece(s, like) for s, g in zip(self.slicers, grads)]
+        return self._join_graph(full)
+
+    def _join_graph(self, full: list[Tensor]) -> Tensor:
+        return cat(full, self.dim)
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnbindBackward0(SplitBackward0):
+    __slots__ = ()
+
+    def _join(self, grads: list[Any]) -> Any:
+        return np.stack(grads, axis=self.dim)
+
+    def _join_graph(self, full: list[Tensor]) -> Tensor:
+        return stack(full, self.dim)
+
+
+def _split_pieces(
+    input: Tensor, sizes: list[int], d: int, node_cls: type[SplitBackward0], select: bool = False
+) -> tuple[Tensor, ...]:
+    xd = input._data
+    lead = (slice(None),) * d
+    slicers: list[tuple[Any, ...]] = []
+    off = 0
+    for n in sizes:
+        slicers.append(lead + ((off if select else slice(off, off + n)),))
+        off += n
+    outs = tuple(make_view(input, xd[s]) for s in slicers)
+    if needs_grad(input):
+        node = node_cls()
+        node.slicers = slicers
+        node.in_shape = xd.shape
+        node.dtype = xd.dtype
+        node.dim = d
+        record(node, (input,), outs)
+    return outs
+
+
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into pieces of ``split_size_or_sections`` (one int: equal pieces, the last
+    smaller; a list: those sizes) along ``dim``. The pieces are views of ``tensor``."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(s) for s in split_size_or_sections]
+        if any(s < 0 for s in sizes) or sum(sizes) != n:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+                f"dimension {d}), but got split_sizes={sizes}"
+            )
+        return _split_pieces(tensor, sizes, d, SplitWithSizesBackward0)
+    s = int(split_size_or_sections)
+    if s < 0 or (s == 0 and n != 0):
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if n == 0:
+        sizes = [0]
+    else:
+        sizes = [s] * (n // s) + ([n % s] if n % s else [])
+    return _split_pieces(tensor, sizes, d, SplitBackward0)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``chunks`` pieces of ``ceil(size / chunks)`` along ``dim`` (fewer if they run out)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    d = _wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    size = -(-n // chunks)
+    if size == 0:
+        return split(input, [0] * chunks if n == 0 else 1, d)
+    return split(input, size, d)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    """The slices along ``dim``, as views with that dim removed."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, input.ndim)
+    return _split_pieces(input, [1] * input.shape[d], d, UnbindBackward0, select=True)
+
+
+# ----- flip / repeat / tile ----------------------------------------------------------------
+
+
+class FlipBackward0(Node):
+    __slots__ = ("dims",)
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        return (np.flip(grads[0], self.dims),)
+
+
+@implements_function(np.flip)
+def flip(input: Tensor, dims: Any = None, *, axis: Any = None) -> Tensor:
+    """Reverse the order of elements along ``dims`` (a copy, as torch.flip)."""
+    if axis is not None:
+        dims = axis
+    nd = input.ndim
+    if dims is None:
+        ds = tuple(range(nd))
+    else:
+        ds = tuple(_wrap_dim(int(d), nd) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    out = Tensor._wrap(np.flip(input._data, ds).copy() if nd else input._data.copy(), input._device)
+    if needs_grad(input):
+        node = FlipBackward0()
+        node.dims = ds
+        record(node, (input,), (out,))
+    return out
+
+
+class RepeatBackward0(Node):
+    __slots__ = ("split_shape", "axes", "in_shape")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0].reshape(self.split_shape).sum(axis=self.axes)
+        return (g.reshape(self.in_shape),)
+
+
+def repeat(input: Tensor, *sizes: Any) -> Tensor:
+    """Tile ``input`` ``sizes[i]`` times along dim i (torch.Tensor.repeat; ``len(sizes) >= ndim``)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    reps = tuple(int(s) for s in sizes)
+    shp = input.shape
+    if len(reps) < len(shp):
+        raise RuntimeError(
+            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+        )
+    padded = (1,) * (len(reps) - len(shp)) + shp
+    out = Tensor._wrap(np.tile(input._data.reshape(padded), reps), input._device)
+    if needs_grad(input):
+        node = RepeatBackward0()
+        split_shape: list[int] = []
+        for r, s in zip(reps, padded):
+            split_shape += [r, s]
+        node.split_shape = tuple(split_shape)
+        node.axes = tuple(range(0, 2 * len(reps), 2))
+        node.in_shape = shp
+        record(node, (input,), (out,))
+    return out
+
+
+@implements_function(np.tile)
+def tile(input: Tensor, dims: Any, *more: Any) -> Tensor:
+    """Like repeat, but ``dims`` shorter than ``ndim`` is padded with ones in front."""
+    reps = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,) + more
+    if len(reps) < input.ndim:
+        reps = (1,) * (input.ndim - len(reps)) + reps
+    return repeat(input, reps)
+
+
+for _name, _fn in {
+    "split": split, "chunk": chunk, "unbind": unbind, "flip": flip, "repeat": repeat, "tile": tile,
+}.items():
+    tensor_method(_name)(_fn)

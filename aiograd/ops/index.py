@@ -1,0 +1,474 @@
+"""Indexing ops and their derivative rules: ``__getitem__`` (basic and advanced),
+gather, index_select, index_put, scatter/scatter_add, index_add, masked_fill,
+take_along_dim, nonzero.
+
+Every differentiable op here is "read some elements of the input" or "write
+some elements of a copy", described by one normalized numpy index tuple:
+gather and index_select are advanced indexing with a tuple built from their
+arguments. So there are two rules:
+
+* reading (``IndexBackward0`` and its kin): the gradient is scattered into
+  zeros of the input's shape, ADDING where an element was read more than once
+  (``np.add.at``); basic indexing never repeats an element, so a plain
+  assignment does.
+* writing (``IndexPutBackward0``): the gradient of the written values is the
+  gradient read back at the index, and the overwritten elements of the input
+  get zero.
+
+NOTE [Index adjoint pair]: each rule is the other's adjoint, so in a
+create_graph pass the reading rule calls the differentiable ``index_put``
+(accumulate) and the writing rule calls the differentiable getitem, which
+gives higher derivatives of every op here without another implementation.
+
+Index tuples are saved as numpy arrays (index tensors are not
+version-checked).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd.graph import Node, sum_to
+from ..tensor import Tensor
+from ._common import implements_function, needs_grad, record, tensor_method
+from .shape import _wrap_dim, make_view
+
+__all__ = [
+    "index_put", "gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
+    "take_along_dim", "nonzero", "masked_select",
+]
+
+
+# ----- index normalization -------------------------------------------------------------
+
+_BASIC = 0  # ints, slices, None, Ellipsis: a view
+_SELECT = 1  # ints only: a view (torch's SelectBackward0)
+_ADVANCED = 2  # integer or boolean arrays: a copy
+
+
+def _index_item(it: Any) -> tuple[Any, bool]:
+    """One element of an index: (normalized item, is_advanced)."""
+    cls = it.__class__
+    if cls is int or cls is slice or it is None or it is Ellipsis:
+        return it, False
+    if isinstance(it, Tensor):
+        it = it._data
+    if isinstance(it, (bool, np.bool_)):
+        return bool(it), True
+    if isinstance(it, (int, np.integer)):
+        return int(it), False
+    if isinstance(it, slice):
+        return it, False
+    arr = np.asarray(it)
+    if arr.dtype == np.bool_:
+        return arr, True
+    if arr.dtype.kind in "iu":
+        if arr.ndim == 0:
+            return int(arr), False
+        return arr.astype(np.intp, copy=False), True
+    if arr.size == 0 and arr.dtype.kind == "f":  # x[[]]
+        return arr.astype(np.intp), True
+    raise IndexError(
+        f"tensors used as indices must be long, int, byte or bool tensors, got {arr.dtype} "
+        "(only integers, slices, None, Ellipsis and integer or boolean arrays are valid indices)"
+    )
+
+
+def normalize_index(index: Any) -> tuple[tuple[Any, ...], int]:
+    """A numpy index tuple for ``index`` and its kind (_SELECT, _BASIC or _ADVANCED)."""
+    cls = index.__class__
+    if cls is int:
+        return (index,), _SELECT
+    if cls is slice:
+        return (index,), _BASIC
+    items = index if cls is tuple else (index,)
+    out = []
+    advanced = False
+    all_int = True
+    for it in items:
+        it, adv = _index_item(it)
+        advanced = advanced or adv
+        if it.__class__ is not int:
+            all_int = False
+        out.append(it)
+    if advanced:
+        return tuple(out), _ADVANCED
+    return tuple(out), (_SELECT if all_int else _BASIC)
+
+
+# ----- reading: getitem, gather, index_select --------------------------------------------
+
+
+class IndexBackward0(Node):
+    """Gradient of reading ``x[index]``: scatter-add into zeros of x's shape."""
+
+    __slots__ = ("index", "in_shape")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        if g.__class__ is Tensor:
+            zeros = Tensor._wrap(np.zeros(self.in_shape, g._data.dtype), g._device)
+            return (_put(zeros, self.index, g, True, IndexPutBackward0),)
+        gi = np.zeros(self.in_shape, g.dtype)
+        np.add.at(gi, self.index, g)
+        return (gi,)
+
+
+class GatherBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class IndexSelectBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class TakeAlongDimBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class MaskedSelectBackward0(IndexBackward0):
+    __slots__ = ()
+
+
+class SliceBackward0(IndexBackward0):
+    """Gradient of a basic-indexing view: no element repeats, so assign instead of add."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        if g.__class__ is Tensor:
+            zeros = Tensor._wrap(np.zeros(self.in_shape, g._data.dtype), g._device)
+            return (_put(zeros, self.index, g, False, IndexPutBackward0),)
+        gi = np.zeros(self.in_shape, g.dtype)
+        gi[self.index] = g
+        return (gi,)
+
+
+class SelectBackward0(SliceBackward0):
+    __slots__ = ()
+
+
+def _record_read(node: Node, input: Tensor, index: tuple[Any, ...], out: Tensor) -> None:
+    node.index = index  # type: ignore[attr-defined]
+    node.in_shape = input._data.shape  # type: ignore[attr-defined]
+    record(node, (input,), (out,))
+
+
+def getitem(input: Tensor, index: Any) -> Tensor:
+    """``input[index]`` as numpy indexes: a view for basic indexing (ints, slices with any
+    step, None, Ellipsis), a copy for advanced indexing (integer/boolean arrays or tensors)."""
+    idx, kind = normalize_index(index)
+    xd = input._data
+    arr = xd[idx]
+    if kind == _ADVANCED:
+        out = Tensor._wrap(arr if arr.__class__ is np.ndarray else np.asarray(arr), input._device)
+        if needs_grad(input):
+            _record_read(IndexBackward0(), input, idx, out)
+        return out
+    if arr.__class__ is not np.ndarray:  # a numpy scalar from an all-int index on ... (never a view)
+        arr = xd[idx + (Ellipsis,)]
+    out = make_view(input, arr)
+    if needs_grad(input):
+        _record_read(SelectBackward0() if kind == _SELECT else SliceBackward0(), input, idx, out)
+    return out
+
+
+def _index_array(index: Any, op: str) -> np.ndarray:
+    arr = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if arr.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {arr.dtype}")
+    return arr.astype(np.intp, copy=False)
+
+
+def _along_dim_index(index: np.ndarray, dim: int) -> tuple[Any, ...]:
+    """The advanced-index tuple that reads ``x[i0, ..., index[i], ..., in]`` for each position i of index."""
+    nd = index.ndim
+    out: list[Any] = []
+    for k in range(nd):
+        if k == dim:
+            out.append(index)
+        else:
+            shape = [1] * nd
+            shape[k] = index.shape[k]
+            out.append(np.arange(index.shape[k]).reshape(shape))
+    return tuple(out)
+
+
+def _check_gather_shapes(op: str, input: Tensor, dim: int, index: np.ndarray, other: Any = None) -> None:
+    if index.ndim != max(input.ndim, 1) and not (index.ndim == 0 and input.ndim == 0):
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor")
+    for k in range(index.ndim):
+        if k != dim and index.shape[k] > input.shape[k]:
+            raise RuntimeError(
+                f"{op}(): Size does not match at dimension {k} expected index {list(index.shape)} to be "
+                f"smaller than self {list(input.shape)} apart from dimension {dim}"
+            )
+        if other is not None and index.shape[k] > other.shape[k]:
+            raise RuntimeError(
+                f"{op}(): Expected index {list(index.shape)} to be smaller than src {list(other.shape)} "
+                "in every dimension"
+            )
+
+
+def gather(input: Tensor, dim: int, index: Any) -> Tensor:
+    """``out[i][j][k] = input[index[i][j][k]][j][k]`` (for dim 0): values picked along ``dim``."""
+    idx_arr = _index_array(index, "gather")
+    d = _wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return getitem(input, ...) if idx_arr.ndim == 0 else getitem(input.reshape(1), (idx_arr,))  # type: ignore[attr-defined]
+    _check_gather_shapes("gather", input, d, idx_arr)
+    idx = _along_dim_index(idx_arr, d)
+    try:
+        out = Tensor._wrap(input._data[idx], input._device)
+    except IndexError as e:
+        raise RuntimeError(f"gather(): index out of bounds: {e}") from None
+    if needs_grad(input):
+        _record_read(GatherBackward0(), input, idx, out)
+    return out
+
+
+def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tensor:
+    """Pick values along ``dim`` like numpy's take_along_axis (indices broadcast against input)."""
+    idx_arr = _index_array(indices, "take_along_dim")
+    if dim is None:
+        flat = input.reshape(-1)  # type: ignore[attr-defined]
+        return take_along_dim(flat, idx_arr.reshape(-1), 0)
+    d = _wrap_dim(dim, input.ndim)
+    shp = list(np.broadcast_shapes(tuple(s if k != d else 1 for k, s in enumerate(input.shape)),
+                                   tuple(s if k != d else 1 for k, s in enumerate(idx_arr.shape))))
+    ishape = list(shp)
+    ishape[d] = idx_arr.shape[d]
+    idx_b = np.broadcast_to(idx_arr, ishape)
+    xshape = list(shp)
+    xshape[d] = input.shape[d]
+    x = input if tuple(xshape) == input.shape else input.expand(xshape)  # type: ignore[attr-defined]
+    idx = _along_dim_index(idx_b, d)
+    out = Tensor._wrap(x._data[idx], input._device)
+    if needs_grad(x):
+        _record_read(TakeAlongDimBackward0(), x, idx, out)
+    return out
+
+
+def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
+    """The slices ``index`` (1-d) of ``input`` along ``dim``."""
+    idx_arr = _index_array(index, "index_select")
+    if idx_arr.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    idx_arr = idx_arr.reshape(-1)
+    d = _wrap_dim(dim, input.ndim)
+    xd = input._data if input.ndim else input._data.reshape(1)
+    try:
+        arr = np.take(xd, idx_arr, axis=d)
+    except IndexError as e:
+        raise IndexError(f"index_select(): index out of range in self: {e}") from None
+    if input.ndim == 0:
+        arr = arr.reshape(())
+        idx: tuple[Any, ...] = ()
+    else:
+        idx = (slice(None),) * d + (idx_arr,)
+    out = Tensor._wrap(arr, input._device)
+    if needs_grad(input):
+        _record_read(IndexSelectBackward0(), input, idx, out)
+    return out
+
+
+def masked_select(input: Tensor, mask: Any) -> Tensor:
+    """The elements of ``input`` where ``mask`` (broadcast) is true, as a 1-d tensor."""
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {m.dtype}")
+    shape = np.broadcast_shapes(input.shape, m.shape)
+    x = input if shape == input.shape else input.expand(shape)  # type: ignore[attr-defined]
+    idx = np.nonzero(np.broadcast_to(m, shape))
+    out = Tensor._wrap(x._data[idx], input._device)
+    if needs_grad(x):
+        _record_read(MaskedSelectBackward0(), x, idx, out)
+    return out
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+    """Indices of the non-zero elements: an int64 (n, ndim) tensor, or a tuple of 1-d tensors."""
+    xd = input._data
+    if as_tuple:
+        return tuple(Tensor._wrap(i.astype(np.int64), input._device) for i in np.nonzero(np.atleast_1d(xd)))
+    return Tensor._wrap(np.argwhere(xd).astype(np.int64), input._device)
+
+
+# ----- writing: index_put, scatter, index_add --------------------------------------------
+
+
+class IndexPutBackward0(Node):
+    """Gradient of ``out = input; out[index] = values`` (or ``+=`` with accumulate)."""
+
+    __slots__ = ("index", "values_shape", "accumulate")
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        ga = gv = None
+        if g.__class__ is Tensor:
+            if e[0] is not None:
+                ga = g if self.accumulate else _put(g, self.index, 0.0, False, IndexPutBackward0)
+            if e[1] is not None:
+                gv = sum_to(getitem(g, self.index), self.values_shape)
+            return ga, gv
+        if e[0] is not None:
+            if self.accumulate:
+                ga = g
+            else:
+                ga = np.array(g)
+                ga[self.index] = 0
+        if e[1] is not None:
+            gv = sum_to(g[self.index], self.values_shape)
+        return ga, gv
+
+
+class ScatterBackward0(IndexPutBackward0):
+    __slots__ = ()
+
+
+class ScatterAddBackward0(IndexPutBackward0):
+    __slots__ = ()
+
+
+class IndexAddBackward0(IndexPutBackward0):
+    __slots__ = ()
+
+
+def _values(values: Any, like: Tensor) -> tuple[Any, Any]:
+    """(values as recorded, its array)."""
+    if isinstance(values, Tensor):
+        return values, values._data
+    if isinstance(values, (bool, int, float)):
+        return values, values
+    arr = np.asarray(values)
+    return Tensor._wrap(arr.astype(like._data.dtype) if arr.dtype.kind == "f" else arr, like._device), arr
+
+
+def _put(
+    input: Tensor, idx: tuple[Any, ...], values: Any, accumulate: bool, node_cls: type[IndexPutBackward0]
+) -> Tensor:
+    v, vd = _values(values, input)
+    res = np.array(input._data)
+    try:
+        if accumulate:
+            np.add.at(res, idx, vd)
+        else:
+            res[idx] = vd
+    except ValueError as e:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(np.shape(vd))} cannot be broadcast to indexing "
+            f"result of shape {list(input._data[idx].shape)} ({e})"
+        ) from None
+    out = Tensor._wrap(res, input._device)
+    if needs_grad(input, v):
+        node = node_cls()
+        node.index = idx
+        node.values_shape = np.shape(vd)
+        node.accumulate = accumulate
+        record(node, (input, v), (out,))
+    return out
+
+
+def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """A copy of ``input`` with ``values`` written at ``indices`` (added, with repeats, when
+    ``accumulate``). ``indices`` is anything ``__getitem__`` takes."""
+    idx, _ = normalize_index(indices)
+    return _put(input, idx, values, accumulate, IndexPutBackward0)
+
+
+def _scatter_args(op: str, input: Tensor, dim: int, index: Any, src: Any) -> tuple[Any, Any]:
+    idx_arr = _index_array(index, op)
+    d = _wrap_dim(dim, input.ndim)
+    _check_gather_shapes(op, input, d, idx_arr, src if isinstance(src, Tensor) else None)
+    idx = _along_dim_index(idx_arr, d)
+    if isinstance(src, Tensor) and src.shape != idx_arr.shape:
+        src = getitem(src, tuple(slice(0, s) for s in idx_arr.shape))
+    return idx, src
+
+
+def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+    """A copy of ``input`` with ``src`` (a tensor, or the number ``value``) written at ``index`` along ``dim``."""
+    if src is None:
+        src = value
+    idx, src = _scatter_args("scatter", input, dim, index, src)
+    return _put(input, idx, src, False, ScatterBackward0)
+
+
+def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
+    idx, src = _scatter_args("scatter_add", input, dim, index, src)
+    return _put(input, idx, src, True, ScatterAddBackward0)
+
+
+def index_add(input: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
+    """A copy of ``input`` with ``alpha * source`` added at the slices ``index`` along ``dim``."""
+    idx_arr = _index_array(index, "index_add").reshape(-1)
+    d = _wrap_dim(dim, input.ndim)
+    if alpha != 1:
+        source = source * alpha
+    return _put(input, (slice(None),) * d + (idx_arr,), source, True, IndexAddBackward0)
+
+
+# ----- masked_fill ---------------------------------------------------------------------------
+
+
+class MaskedFillBackward0(Node):
+    """Gradient of ``where(mask, value, input)``: none where filled; the value gets the rest."""
+
+    __slots__ = ("mask", "in_shape", "value_shape")
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        mask = self.mask
+        gi = sum_to(np.where(mask, 0, g), self.in_shape) if e[0] is not None else None
+        gv = np.where(mask, g, 0).sum().reshape(self.value_shape) if e[1] is not None else None
+        return gi, gv
+
+
+class MaskedFillBackward1(MaskedFillBackward0):
+    __slots__ = ()
+
+
+def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
+    """``input`` with ``value`` (a number or 0-d tensor) where ``mask`` (broadcastable) is true."""
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}")
+    xd = input._data
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
+            )
+        vd = value._data
+    else:
+        vd = value
+    res = np.where(m, vd, xd)
+    if res.dtype != xd.dtype:
+        res = res.astype(xd.dtype)
+    out = Tensor._wrap(res, input._device)
+    if needs_grad(input, value):
+        node = MaskedFillBackward1() if isinstance(value, Tensor) else MaskedFillBackward0()
+        node.mask = m
+        node.in_shape = xd.shape
+        node.value_shape = np.shape(vd)
+        record(node, (input, value), (out,))
+    return out
+
+
+# ----- Tensor methods -------------------------------------------------------------------------
+
+for _name, _fn in {
+    "__getitem__": getitem, "gather": gather, "index_select": index_select, "index_put": index_put,
+    "scatter": scatter, "scatter_add": scatter_add, "index_add": index_add, "masked_fill": masked_fill,
+    "take_along_dim": take_along_dim, "nonzero": nonzero, "masked_select": masked_select,
+}.items():
+    tensor_method(_name)(_fn)
+
+implements_function(np.take_along_axis)(lambda arr, indices, axis: take_along_dim(arr, indices, axis))

@@ -1,0 +1,585 @@
+"""In-place ops: ``add_ sub_ mul_ div_ pow_ neg_ exp_ ... clamp_ zero_ fill_ copy_
+masked_fill_ index_put_ scatter_ ...``, ``+= -= *= /=`` and ``__setitem__``.
+
+NOTE [In-place ops]: every in-place op writes into the tensor's existing array (so
+its views see the change) and bumps the version counter it shares with its views,
+so a node that saved it raises at backward ("...modified by an inplace
+operation"). When autograd is involved, the rules follow torch:
+
+* grad mode on and the tensor is a leaf that requires grad (or a view of one):
+  RuntimeError. Under ``no_grad`` the write is allowed (optimizer updates).
+* grad mode on and the tensor or an operand requires grad: the history is
+  rebased. The op is computed out of place by the ordinary differentiable op
+  (so it has the same backward rule and node name, ``MulBackward0`` for
+  ``mul_``) on an operand standing for the old value, the result is written
+  into the array, and the tensor takes the result's ``grad_fn``. An op whose
+  rule needs the old value (``mul_``, ``div_``, ``pow_``...) gets a copy of it
+  that keeps the tensor's old ``grad_fn``, so nothing saved is overwritten.
+* the tensor is a view of a base (``y[0].mul_(2)``, ``y[:, 1] = v``): as torch's
+  CopySlices. The view's old value is a strided view of the base's old
+  history; the op runs on it out of place; the base's new ``grad_fn`` is
+  ``CopySlices`` (the gradient outside the view goes to the old base, inside it
+  to the op's result), and the view becomes an ``AsStridedBackward0`` view of the
+  new base. Other live views of the base that overlap the write are
+  regenerated the same way (NOTE [Live views] in shape.py).
+* nothing requires grad (or grad mode is off): write and bump the version.
+
+An expanded tensor (``expand``/``broadcast_to``) has several elements in one
+memory location and is read-only: writing to it raises and says to clone().
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..autograd import grad_mode as _gm
+from ..autograd.graph import Node, sum_to
+from ..tensor import Tensor
+from . import elementwise as _ew
+from ._common import needs_grad, record, tensor_method
+from .index import (
+    IndexPutBackward0,
+    _index_array,
+    _put,
+    _scatter_args,
+    _values,
+    getitem,
+    masked_fill,
+    normalize_index,
+    _ADVANCED,
+)
+from .shape import _wrap_dim, live_views
+
+__all__: list[str] = []
+
+
+# ----- errors ----------------------------------------------------------------------------
+
+
+def _check_writable(t: Tensor) -> None:
+    d = t._data
+    if not d.flags.writeable:
+        if any(s == 0 and n > 1 for s, n in zip(d.strides, d.shape)):
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers to a single "
+                "memory location (it is an expanded view). Please clone() the tensor before performing the "
+                "operation."
+            )
+        raise RuntimeError("the tensor's memory is read-only; clone() it before writing to it in place")
+
+
+def _check_leaf(t: Tensor) -> None:
+    if t._requires_grad and t.grad_fn is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation. Wrap the update "
+            "in `with ag.no_grad():` (as an optimizer does), or use an out-of-place op."
+        )
+    base = t._base
+    if base is not None and base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
+            "update in `with ag.no_grad():`, or use an out-of-place op."
+        )
+
+
+def _dtype_name(dt: np.dtype) -> str:
+    return {"f": "Float", "i": "Long", "u": "Byte", "b": "Bool", "c": "ComplexFloat"}.get(dt.kind, str(dt))
+
+
+def _write(t: Tensor, rd: np.ndarray, casting: str = "same_kind") -> None:
+    """Write an op's result into ``t``'s array (after checking it fits) and bump the version."""
+    d = t._data
+    if rd.shape != d.shape:
+        raise RuntimeError(
+            f"output with shape {list(d.shape)} doesn't match the broadcast shape {list(rd.shape)}"
+        )
+    if casting == "same_kind" and not np.can_cast(rd.dtype, d.dtype, casting="same_kind"):
+        raise RuntimeError(
+            f"result type {_dtype_name(rd.dtype)} can't be cast to the desired output type {_dtype_name(d.dtype)}"
+        )
+    np.copyto(d, rd, casting="unsafe")
+    t._version_counter.value += 1
+
+
+def _nograd_call(t: Tensor, fn: Callable[[np.ndarray], Any]) -> None:
+    d = t._data
+    try:
+        fn(d)
+    except TypeError as e:  # numpy's UFuncTypeError: float result into an int tensor
+        raise RuntimeError(f"in-place operation on a {d.dtype} tensor: {e}") from None
+    except ValueError as e:  # non-broadcastable output
+        raise RuntimeError(f"in-place operation on a tensor of shape {list(d.shape)}: {e}") from None
+    t._version_counter.value += 1
+
+
+# ----- views of a base: AsStridedBackward0 / CopySlices ------------------------------------
+
+
+def view_positions(base: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """For each element of ``view`` (an array inside ``base``'s memory), its position in
+    ``base.reshape(-1)`` (C order). Works for any strides (transposed, negative steps)."""
+    item = base.itemsize
+
+    def offsets(shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+        o = np.zeros((), np.intp)
+        for n, s in zip(shape, strides):
+            o = o[..., None] + np.arange(n, dtype=np.intp) * (s // item)
+        return o
+
+    start = (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    voff = start + offsets(view.shape, view.strides)
+    if base.flags.c_contiguous:
+        return voff
+    boff = offsets(base.shape, base.strides).reshape(-1)
+    lo = int(boff.min())
+    lut = np.full(int(boff.max()) - lo + 1, -1, np.intp)
+    lut[boff - lo] = np.arange(base.size, dtype=np.intp)
+    ids = lut[voff - lo]
+    if ids.size and ids.min() < 0:  # pragma: no cover - a view always lies in its base's memory
+        raise RuntimeError("in-place operation on a view whose memory is not inside its base's memory")
+    return ids
+
+
+class AsStridedBackward0(Node):
+    """Gradient of a view of a base, given by the positions of its elements in the flat base."""
+
+    __slots__ = ("ids", "base_shape")
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        size = int(np.prod(self.base_shape))
+        if g.__class__ is Tensor:
+            zeros = Tensor._wrap(np.zeros((size,), g._data.dtype), g._device)
+            return (_put(zeros, (self.ids,), g, False, IndexPutBackward0).reshape(self.base_shape),)  # type: ignore[attr-defined]
+        gi = np.zeros(size, g.dtype)
+        gi[self.ids] = g
+        return (gi.reshape(self.base_shape),)
+
+
+class CopySlices(Node):
+    """The base after an in-place op on one of its views: ``base[view] = result``.
+    Edge 0 is the old base (its gradient is zero inside the view), edge 1 the result."""
+
+    __slots__ = ("ids", "base_shape")
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        gb = gr = None
+        if g.__class__ is Tensor:
+            flat = g.reshape(-1)  # type: ignore[attr-defined]
+            if e[0] is not None:
+                gb = _put(flat, (self.ids,), 0.0, False, IndexPutBackward0).reshape(self.base_shape)  # type: ignore[attr-defined]
+            if e[1] is not None:
+                gr = getitem(flat, (self.ids,))
+            return gb, gr
+        flat = g.reshape(-1)
+        if e[1] is not None:
+            gr = flat[self.ids]
+        if e[0] is not None:
+            gb = np.array(flat)
+            gb[self.ids] = 0
+            gb = gb.reshape(self.base_shape)
+        return gb, gr
+
+
+def _as_view_of(view: Tensor, base: Tensor, ids: np.ndarray | None = None) -> None:
+    """Make ``view``'s grad_fn a strided view of ``base``'s current history."""
+    node = AsStridedBackward0()
+    node.ids = view_positions(base._data, view._data) if ids is None else ids
+    node.base_shape = base._data.shape
+    record(node, (base,), (view,))
+
+
+def _regenerate_views(base: Tensor, written: Tensor | None) -> None:
+    """Re-point the live views of ``base`` that overlap ``written`` (all, if None) at its new history."""
+    for v in live_views(base):
+        if v is written or (written is not None and not np.may_share_memory(v._data, written._data)):
+            continue
+        _as_view_of(v, base)
+
+
+def _inplace_view(t: Tensor, base: Tensor, outofplace: Callable[[Tensor], Tensor]) -> Tensor:
+    ids = view_positions(base._data, t._data)
+    old = Tensor._wrap(t._data.copy(), t._device)
+    if base._requires_grad:
+        _as_view_of(old, base, ids)
+    r = outofplace(old)
+    _write(t, r._data)
+    if not (base._requires_grad or r._requires_grad):
+        return t
+    cs = CopySlices()
+    cs.ids = ids
+    cs.base_shape = base._data.shape
+    record(cs, (base, r), (base,))
+    _as_view_of(t, base, ids)
+    _regenerate_views(base, t)
+    return t
+
+
+def _alias(t: Tensor) -> Tensor:
+    """A copy of ``t``'s current value that keeps ``t``'s place in the graph (the operand of
+    an op that saves the old value)."""
+    a = Tensor._wrap(t._data.copy(), t._device)
+    a.grad_fn = t.grad_fn
+    a._output_nr = t._output_nr
+    a._requires_grad = t._requires_grad
+    if t.grad_fn is None and t._requires_grad:  # pragma: no cover - leaves are refused before
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    return a
+
+
+def _inplace(
+    t: Tensor,
+    others: tuple[Any, ...],
+    outofplace: Callable[[Tensor], Tensor],
+    nograd: Callable[[np.ndarray], Any],
+    saves_self: bool = False,
+) -> Tensor:
+    """Run an in-place op (see NOTE [In-place ops]). ``outofplace(a)`` computes the
+    result differentiably from ``a`` standing for ``t``'s old value; ``nograd(d)``
+    writes it into the array ``d`` when no graph is needed."""
+    _check_writable(t)
+    if not needs_grad(t, *others):
+        _nograd_call(t, nograd)
+        return t
+    _check_leaf(t)
+    base = t._base
+    if base is not None:
+        return _inplace_view(t, base, outofplace)
+    r = outofplace(_alias(t) if saves_self else t)
+    _write(t, r._data)
+    fn = r.grad_fn
+    t.grad_fn = fn
+    t._output_nr = 0
+    t._requires_grad = fn is not None
+    _regenerate_views(t, None)
+    return t
+
+
+def _other(o: Any, t: Tensor) -> Any:
+    return o._data if isinstance(o, Tensor) else o
+
+
+def _requires(o: Any) -> bool:
+    return isinstance(o, Tensor) and o._requires_grad
+
+
+# ----- arithmetic -----------------------------------------------------------------------------
+
+
+def _add_like(ufunc: Any, op: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        def nograd(d: np.ndarray) -> None:
+            o = _other(other, self)
+            ufunc(d, o if alpha == 1 else np.multiply(o, alpha), out=d, casting="same_kind")
+
+        return _inplace(self, (other,), lambda a: op(a, a if other is self else other, alpha=alpha), nograd)
+
+    return method
+
+
+add_ = _add_like(np.add, _ew.add)
+sub_ = _add_like(np.subtract, _ew.sub)
+
+
+def mul_(self: Tensor, other: Any) -> Tensor:
+    """``self *= other`` in place."""
+
+    def nograd(d: np.ndarray) -> None:
+        np.multiply(d, _other(other, self), out=d, casting="same_kind")
+
+    return _inplace(
+        self, (other,), lambda a: _ew.mul(a, a if other is self else other), nograd,
+        saves_self=_requires(other),
+    )
+
+
+def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """``self /= other`` in place."""
+    if rounding_mode is not None:
+        return _inplace(
+            self, (other,), lambda a: _ew.div(a, other, rounding_mode=rounding_mode),
+            lambda d: np.copyto(d, _ew.div(Tensor._wrap(d), _other(other, self), rounding_mode=rounding_mode)._data,
+                                casting="same_kind"),
+        )
+
+    def nograd(d: np.ndarray) -> None:
+        np.true_divide(d, _other(other, self), out=d, casting="same_kind")
+
+    return _inplace(
+        self, (other,), lambda a: _ew.div(a, a if other is self else other), nograd, saves_self=_requires(other),
+    )
+
+
+def pow_(self: Tensor, exponent: Any) -> Tensor:
+    """``self **= exponent`` in place."""
+
+    def nograd(d: np.ndarray) -> None:
+        np.power(d, _other(exponent, self), out=d, casting="same_kind")
+
+    return _inplace(
+        self, (exponent,), lambda a: _ew.pow(a, a if exponent is self else exponent), nograd, saves_self=True
+    )
+
+
+def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    """Clamp to ``[min, max]`` in place."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+
+    def nograd(d: np.ndarray) -> None:
+        np.clip(d, _other(min, self), _other(max, self), out=d, casting="same_kind")
+
+    return _inplace(self, (min, max), lambda a: _ew.clamp(a, min, max), nograd, saves_self=True)
+
+
+def _unary_inplace(name: str, op: Callable[[Tensor], Tensor], saves_self: bool) -> Callable[[Tensor], Tensor]:
+    def method(self: Tensor) -> Tensor:
+        def nograd(d: np.ndarray) -> None:
+            res = op(Tensor._wrap(d))._data
+            if not np.can_cast(res.dtype, d.dtype, casting="same_kind"):
+                raise TypeError(f"result type {res.dtype} can't be cast to the desired output type {d.dtype}")
+            np.copyto(d, res, casting="same_kind")
+
+        return _inplace(self, (), op, nograd, saves_self=saves_self)
+
+    method.__name__ = name
+    method.__doc__ = f"In-place {name[:-1]}."
+    return method
+
+
+# (name, out-of-place op, whether its rule reads the input: then the old value is copied)
+_UNARY = [
+    ("neg_", _ew.neg, False), ("exp_", _ew.exp, False), ("log_", _ew.log, True), ("sqrt_", _ew.sqrt, False),
+    ("abs_", _ew.abs, True), ("sin_", _ew.sin, True), ("cos_", _ew.cos, True), ("tanh_", _ew.tanh, False),
+    ("sigmoid_", _ew.sigmoid, False), ("relu_", _ew.relu, False), ("reciprocal_", _ew.reciprocal, False),
+    ("square_", _ew.square, True), ("log1p_", _ew.log1p, True),
+]
+
+
+# ----- fill / zero / copy ------------------------------------------------------------------
+
+
+class FillBackward0(Node):
+    """``self.fill_(number)`` / ``zero_()``: the old value gets a zero gradient."""
+
+    __slots__ = ("value_shape",)
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        ga = _zeros_like(g) if e[0] is not None else None
+        gv = g.sum().reshape(self.value_shape) if e[1] is not None else None
+        return ga, gv
+
+
+class ZeroBackward0(FillBackward0):
+    __slots__ = ()
+
+
+class FillBackward1(FillBackward0):
+    __slots__ = ()
+
+
+class CopyBackwards(Node):
+    """``self.copy_(src)``: the old value gets zeros; ``src`` gets the gradient reduced to
+    its shape and cast to its dtype."""
+
+    __slots__ = ("src_shape", "src_dtype")
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        ga = _zeros_like(g) if e[0] is not None else None
+        gs = None
+        if e[1] is not None:
+            gs = sum_to(g, self.src_shape)
+            if gs.dtype != self.src_dtype:
+                gs = gs.to(self.src_dtype) if gs.__class__ is Tensor else gs.astype(self.src_dtype)
+        return ga, gs
+
+
+def _zeros_like(g: Any) -> Any:
+    if g.__class__ is Tensor:
+        return Tensor._wrap(np.zeros(g.shape, g._data.dtype), g._device)
+    return np.zeros(g.shape, g.dtype)
+
+
+def _fill_op(a: Tensor, value: Any, node_cls: type[FillBackward0]) -> Tensor:
+    vd = value._data if isinstance(value, Tensor) else value
+    out = Tensor._wrap(np.full(a._data.shape, vd, dtype=a._data.dtype), a._device)
+    if needs_grad(a, value):
+        node = node_cls()
+        node.value_shape = np.shape(vd)
+        record(node, (a, value), (out,))
+    return out
+
+
+def zero_(self: Tensor) -> Tensor:
+    """Fill with zeros in place."""
+    return _inplace(self, (), lambda a: _fill_op(a, 0, ZeroBackward0), lambda d: d.fill(0))
+
+
+def fill_(self: Tensor, value: Any) -> Tensor:
+    """Fill with ``value`` (a number or a 0-d tensor) in place."""
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+        )
+    cls = FillBackward1 if isinstance(value, Tensor) else FillBackward0
+    return _inplace(self, (value,), lambda a: _fill_op(a, value, cls), lambda d: d.fill(_other(value, self)))
+
+
+def _copy_op(a: Tensor, src: Tensor) -> Tensor:
+    sd = src._data
+    try:
+        res = np.array(np.broadcast_to(sd, a._data.shape), dtype=a._data.dtype)
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a ({list(a.shape)}) must match the size of tensor b ({list(sd.shape)})"
+        ) from None
+    out = Tensor._wrap(res, a._device)
+    if needs_grad(a, src):
+        node = CopyBackwards()
+        node.src_shape = sd.shape
+        node.src_dtype = sd.dtype
+        record(node, (a, src), (out,))
+    return out
+
+
+def copy_(self: Tensor, src: Any) -> Tensor:
+    """Copy ``src`` (broadcast, cast to this tensor's dtype) into this tensor."""
+    if not isinstance(src, Tensor):
+        src = Tensor._wrap(np.asarray(src), self._device)
+
+    def nograd(d: np.ndarray) -> None:
+        try:
+            np.copyto(d, src._data, casting="unsafe")
+        except ValueError:
+            raise RuntimeError(
+                f"The size of tensor a ({list(d.shape)}) must match the size of tensor b ({list(src.shape)})"
+            ) from None
+
+    return _inplace(self, (src,), lambda a: _copy_op(a, src), nograd)
+
+
+# ----- indexed writes ---------------------------------------------------------------------
+
+
+class _SetitemCopySlices(IndexPutBackward0):
+    """``y[basic index] = v`` on a tensor with history (torch names it CopySlices)."""
+
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "CopySlices"
+
+
+def _assign(d: np.ndarray, idx: tuple[Any, ...], vd: Any) -> None:
+    try:
+        d[idx] = vd
+    except ValueError as e:
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(np.shape(vd))} cannot be broadcast to indexing "
+            f"result of shape {list(d[idx].shape)} ({e})"
+        ) from None
+
+
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    """``self[index] = value`` in place (see NOTE [In-place ops])."""
+    idx, kind = normalize_index(index)
+    _check_writable(self)
+    v, vd = _values(value, self)
+    if not needs_grad(self, v):
+        _assign(self._data, idx, vd)
+        self._version_counter.value += 1
+        return
+    _check_leaf(self)
+    base = self._base
+    if base is not None:
+        _inplace_view(self, base, lambda a: _put(a, idx, v, False, IndexPutBackward0))
+        return
+    _assign(self._data, idx, vd)
+    self._version_counter.value += 1
+    node = IndexPutBackward0() if kind == _ADVANCED else _SetitemCopySlices()
+    node.index = idx
+    node.values_shape = np.shape(vd)
+    node.accumulate = False
+    record(node, (self, v), (self,))
+    _regenerate_views(self, None)
+
+
+def index_put_(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """Write (or with ``accumulate`` add, repeats adding up) ``values`` at ``indices`` in place."""
+    idx, _ = normalize_index(indices)
+    if not accumulate:
+        setitem(self, idx, values)
+        return self
+    v, vd = _values(values, self)
+    return _inplace(self, (v,), lambda a: _put(a, idx, v, True, IndexPutBackward0), lambda d: np.add.at(d, idx, vd))
+
+
+def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
+    """Fill with ``value`` where ``mask`` (broadcastable to this tensor) is true, in place."""
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+
+    def nograd(d: np.ndarray) -> None:
+        if m.dtype != np.bool_:
+            raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}")
+        np.copyto(d, _other(value, self), where=np.broadcast_to(m, d.shape), casting="unsafe")
+
+    return _inplace(self, (value,), lambda a: masked_fill(a, m, value), nograd)
+
+
+def _scatter_inplace(accumulate: bool) -> Callable[..., Tensor]:
+    def method(self: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+        s = src if src is not None else value
+        idx, s2 = _scatter_args("scatter_add_" if accumulate else "scatter_", self, dim, index, s)
+
+        def nograd(d: np.ndarray) -> None:
+            sd = _other(s2, self)
+            if accumulate:
+                np.add.at(d, idx, sd)
+            else:
+                d[idx] = sd
+
+        return _inplace(self, (s2,), lambda a: _put(a, idx, s2, accumulate, IndexPutBackward0), nograd)
+
+    return method
+
+
+def index_add_(self: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
+    """Add ``alpha * source`` at the slices ``index`` along ``dim``, in place."""
+    idx = (slice(None),) * _wrap_dim(dim, self.ndim) + (_index_array(index, "index_add_").reshape(-1),)
+    if alpha != 1:
+        source = source * alpha
+    return _inplace(
+        self, (source,), lambda a: _put(a, idx, source, True, IndexPutBackward0),
+        lambda d: np.add.at(d, idx, _other(source, self)),
+    )
+
+
+# ----- Tensor methods ----------------------------------------------------------------------------
+
+
+def _dunder(fn: Callable[[Tensor, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
+    def method(self: Tensor, other: Any) -> Tensor:
+        return fn(self, other)
+
+    return method
+
+
+for _name, _fn in {
+    "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": mul_, "multiply_": mul_, "div_": div_,
+    "divide_": div_, "true_divide_": div_, "pow_": pow_, "clamp_": clamp_, "clip_": clamp_, "zero_": zero_,
+    "fill_": fill_, "copy_": copy_, "masked_fill_": masked_fill_, "index_put_": index_put_,
+    "scatter_": _scatter_inplace(False), "scatter_add_": _scatter_inplace(True), "index_add_": index_add_,
+    "__setitem__": setitem, "__iadd__": _dunder(add_), "__isub__": _dunder(sub_), "__imul__": _dunder(mul_),
+    "__itruediv__": _dunder(div_), "__ipow__": _dunder(pow_),
+}.items():
+    tensor_method(_name)(_fn)
+for _name, _op, _saves in _UNARY:
+    tensor_method(_name)(_unary_inplace(_name, _op, _saves))
