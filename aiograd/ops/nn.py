@@ -277,7 +277,7 @@ class ConvolutionBackward0(Node):
     )
     _saved_fields = ("x", "w", "cols")
 
-    def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
+    def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
         if g.__class__ is Tensor:
             raise RuntimeError(
@@ -327,7 +327,7 @@ class ConvolutionBackward0(Node):
             gx = dxp[:, :, pt: pt + H, pl: pl + W]
             if self.unbatched:
                 gx = gx[0]
-        return gx, gw, gb
+        return (gx, gw, gb) if len(e) > 2 else (gx, gw)
 
 
 def conv2d(
