@@ -52,7 +52,20 @@ def _prep(a: Any, b: Any) -> tuple[Any, Any, Any, Any, Any]:
     device = common_device(a, b)
     ad = a._data if isinstance(a, Tensor) else a
     bd = b._data if isinstance(b, Tensor) else b
+    if a.__class__ is Tensor and b.__class__ is Tensor and ad.shape != bd.shape:
+        _check_broadcast(ad.shape, bd.shape)
     return a, b, ad, bd, device
+
+
+def _check_broadcast(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+    n = len(sa) if len(sa) > len(sb) else len(sb)
+    pa = (1,) * (n - len(sa)) + sa
+    pb = (1,) * (n - len(sb)) + sb
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(
+                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
+            )
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -401,8 +414,8 @@ def _unary(
         "def apply(self, grads):\n"
         "    g = grads[0]\n"
         "    s = self.saved\n"
-        "    if s is not None and g.__class__ is not Tensor and s[0]._version_counter.value == s[1]:\n"
-        "        v = s[0]._data\n"
+        "    if s is not None and g.__class__ is not Tensor and s[1].value == s[2]:\n"
+        "        v = s[0]\n"
         "    else:\n"
         "        v = unpack(self, s, g.__class__ is Tensor)\n"
         f"    return ({rule},)\n"

@@ -1,0 +1,341 @@
+"""Elementwise ops: forward against numpy, gradients against finite differences (first and second
+order) over hypothesis-drawn shapes and broadcasts, torch's node names, dtype promotion, errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+
+import aiograd as ag
+from aiograd._aio import run_sync
+from aiograd.ops.elementwise import erf_numpy
+
+_math_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _t(a, requires_grad=True):
+    return ag.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
+
+
+def _sample(rng, shape, lo, hi, kinks=()):
+    """Uniform in [lo, hi) but at least 0.05 away from each kink (where the derivative jumps)."""
+    x = rng.uniform(lo, hi, shape)
+    for k in kinks:
+        x = np.where(np.abs(x - k) < 0.05, k + 0.1 * np.sign(x - k + 1e-12), x)
+    return x
+
+
+def check(fn, inputs, second=True):
+    assert run_sync(lambda: ag.gradcheck(fn, inputs))
+    if second:
+        assert run_sync(lambda: ag.gradgradcheck(fn, inputs))
+
+
+def _gelu_ref(x):
+    return 0.5 * x * (1 + _math_erf(x / math.sqrt(2)))
+
+
+def _gelu_tanh_ref(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def _softplus_ref(x, beta=1.0, threshold=20.0):
+    return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
+
+
+_FRAC = [k + 0.5 for k in range(-4, 4)] + list(range(-4, 5))  # kinks of floor/ceil/round
+
+# name, aiograd op, numpy reference, (lo, hi), kinks, smooth (gradgradcheck), torch node name
+UNARY = [
+    ("exp", ag.exp, np.exp, (-2, 2), (), True, "ExpBackward0"),
+    ("log", ag.log, np.log, (0.2, 3), (), True, "LogBackward0"),
+    ("log1p", ag.log1p, np.log1p, (-0.5, 3), (), True, "Log1PBackward0"),
+    ("log2", ag.log2, np.log2, (0.2, 3), (), True, "Log2Backward0"),
+    ("log10", ag.log10, np.log10, (0.2, 3), (), True, "Log10Backward0"),
+    ("sqrt", ag.sqrt, np.sqrt, (0.2, 3), (), True, "SqrtBackward0"),
+    ("rsqrt", ag.rsqrt, lambda x: 1 / np.sqrt(x), (0.2, 3), (), True, "RsqrtBackward0"),
+    ("abs", ag.abs, np.abs, (-2, 2), (0,), True, "AbsBackward0"),
+    ("neg", ag.neg, np.negative, (-2, 2), (), True, "NegBackward0"),
+    ("sin", ag.sin, np.sin, (-3, 3), (), True, "SinBackward0"),
+    ("cos", ag.cos, np.cos, (-3, 3), (), True, "CosBackward0"),
+    ("tan", ag.tan, np.tan, (-1.2, 1.2), (), True, "TanBackward0"),
+    ("tanh", ag.tanh, np.tanh, (-2, 2), (), True, "TanhBackward0"),
+    ("sigmoid", ag.sigmoid, lambda x: 1 / (1 + np.exp(-x)), (-4, 4), (), True, "SigmoidBackward0"),
+    ("relu", ag.relu, lambda x: np.maximum(x, 0), (-2, 2), (0,), True, "ReluBackward0"),
+    ("square", ag.square, np.square, (-2, 2), (), True, "PowBackward0"),
+    ("reciprocal", ag.reciprocal, np.reciprocal, (-2, 2), (0,), True, "ReciprocalBackward0"),
+    ("erf", ag.erf, _math_erf, (-3, 3), (), True, "ErfBackward0"),
+    ("gelu", ag.gelu, _gelu_ref, (-4, 4), (), True, "GeluBackward0"),
+    ("gelu_tanh", lambda x: ag.gelu(x, approximate="tanh"), _gelu_tanh_ref, (-4, 4), (), True, "GeluBackward0"),
+    ("softplus", ag.softplus, _softplus_ref, (-5, 5), (), True, "SoftplusBackward0"),
+    ("softplus_beta_threshold", lambda x: ag.softplus(x, beta=2.0, threshold=3.0),
+     lambda x: _softplus_ref(x, 2.0, 3.0), (-3, 3), (1.5,), True, "SoftplusBackward0"),
+    ("clamp", lambda x: ag.clamp(x, -0.5, 0.5), lambda x: np.clip(x, -0.5, 0.5), (-1, 1), (-0.5, 0.5), True,
+     "ClampBackward1"),
+    ("clamp_min", lambda x: x.clamp(min=0.25), lambda x: np.maximum(x, 0.25), (-1, 1), (0.25,), True,
+     "ClampBackward1"),
+    ("pow_scalar", lambda x: x ** 2.5, lambda x: x ** 2.5, (0.2, 2), (), True, "PowBackward0"),
+    ("pow_neg_int", lambda x: x ** -2, lambda x: x ** -2.0, (0.5, 2), (), True, "PowBackward0"),
+    ("rpow", lambda x: 2.0 ** x, lambda x: 2.0 ** x, (-2, 2), (), True, "PowBackward2"),
+    ("rsub", lambda x: 1.5 - x, lambda x: 1.5 - x, (-2, 2), (), True, "SubBackward0"),
+    ("rdiv", lambda x: 3.0 / x, lambda x: 3.0 / x, (0.3, 2), (), True, "DivBackward0"),
+    ("floor", ag.floor, np.floor, (-4, 4), _FRAC, True, "FloorBackward0"),
+    ("ceil", ag.ceil, np.ceil, (-4, 4), _FRAC, True, "CeilBackward0"),
+    ("round", ag.round, np.round, (-4, 4), _FRAC, True, "RoundBackward0"),
+    ("trunc", ag.trunc, np.trunc, (-4, 4), _FRAC, True, "TruncBackward0"),
+]
+
+
+@pytest.mark.parametrize("name, op, ref, dom, kinks, smooth, node", UNARY, ids=[u[0] for u in UNARY])
+@given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**32 - 1))
+def test_unary_forward_and_gradients(name, op, ref, dom, kinks, smooth, node, shape, seed):
+    data = _sample(np.random.default_rng(seed), shape, *dom, kinks)
+    x = _t(data)
+    out = op(x)
+    assert out.shape == data.shape
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.detach().numpy(), ref(data), rtol=1e-12, atol=1e-14)
+    assert out.grad_fn.name() == node
+    check(op, (x,), second=smooth)
+
+
+@pytest.mark.parametrize("name, op, ref, dom, kinks, smooth, node", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_keeps_float32(name, op, ref, dom, kinks, smooth, node):
+    data = _sample(np.random.default_rng(0), (4,), *dom, kinks).astype(np.float32)
+    out = op(ag.tensor(data))
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.numpy(), ref(data.astype(np.float64)), rtol=2e-6, atol=2e-6)
+
+
+# ----- binary ops ------------------------------------------------------------------------
+
+BINARY = [
+    ("add", lambda a, b: a + b, np.add, (-2, 2), (-2, 2), "AddBackward0"),
+    ("add_alpha", lambda a, b: ag.add(a, b, alpha=2.5), lambda a, b: a + 2.5 * b, (-2, 2), (-2, 2), "AddBackward0"),
+    ("sub", lambda a, b: a - b, np.subtract, (-2, 2), (-2, 2), "SubBackward0"),
+    ("sub_alpha", lambda a, b: ag.sub(a, b, alpha=3), lambda a, b: a - 3 * b, (-2, 2), (-2, 2), "SubBackward0"),
+    ("mul", lambda a, b: a * b, np.multiply, (-2, 2), (-2, 2), "MulBackward0"),
+    ("div", lambda a, b: a / b, np.divide, (-2, 2), (0.5, 2), "DivBackward0"),
+    ("pow", lambda a, b: a ** b, np.power, (0.5, 2), (-2, 2), "PowBackward1"),
+    ("maximum", ag.maximum, np.maximum, (-2, 2), (-2, 2), "MaximumBackward0"),
+    ("minimum", ag.minimum, np.minimum, (-2, 2), (-2, 2), "MinimumBackward0"),
+    ("where", lambda a, b: ag.where(a > 0, a, b), lambda a, b: np.where(a > 0, a, b), (-2, 2), (-2, 2),
+     "WhereBackward0"),
+]
+
+_pairs = mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=3)
+
+
+def _binary_inputs(dom_a, dom_b, shapes, seed):
+    rng = np.random.default_rng(seed)
+    a = _sample(rng, shapes.input_shapes[0], *dom_a, kinks=(0,))
+    b = _sample(rng, shapes.input_shapes[1], *dom_b)
+    return a, b
+
+
+@pytest.mark.parametrize("name, op, ref, dom_a, dom_b, node", BINARY, ids=[b[0] for b in BINARY])
+@given(shapes=_pairs, seed=st.integers(0, 2**32 - 1))
+def test_binary_broadcast_forward_and_gradients(name, op, ref, dom_a, dom_b, node, shapes, seed):
+    a, b = _binary_inputs(dom_a, dom_b, shapes, seed)
+    x, y = _t(a), _t(b)
+    out = op(x, y)
+    assert out.shape == shapes.result_shape
+    np.testing.assert_allclose(out.detach().numpy(), ref(a, b), rtol=1e-12)
+    assert out.grad_fn.name() == node
+    check(op, (x, y))
+
+
+@given(
+    which=st.sampled_from(BINARY), shapes=_pairs, seed=st.integers(0, 2**32 - 1),
+    grad_a=st.booleans(),
+)
+async def test_binary_gradcheck_through_the_async_path_on_every_loop(which, shapes, seed, grad_a):
+    name, op, ref, dom_a, dom_b, node = which
+    a, b = _binary_inputs(dom_a, dom_b, shapes, seed)
+    x, y = _t(a, requires_grad=grad_a), _t(b)
+    assert await ag.gradcheck(op, (x, y))
+    assert await ag.gradgradcheck(op, (x, y))
+
+
+@pytest.mark.parametrize("op", [lambda a: a + 1.5, lambda a: 2 * a, lambda a: a / 4, lambda a: a - 1,
+                                lambda a: 1 - a, lambda a: a ** 3])
+async def test_ops_with_python_numbers(op):
+    x = _t([0.5, 1.5, 2.5])
+    assert await ag.gradcheck(op, (x,))
+    assert await ag.gradgradcheck(op, (x,))
+
+
+async def test_maximum_and_minimum_split_the_gradient_on_ties():
+    a = _t([1.0, 2.0, 3.0])
+    b = _t([1.0, 0.0, 5.0])
+    await ag.maximum(a, b).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [0.5, 1.0, 0.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [0.5, 0.0, 1.0])
+    a.grad = b.grad = None
+    await ag.minimum(a, b).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [0.5, 0.0, 1.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [0.5, 1.0, 0.0])
+
+
+async def test_maximum_with_a_broadcast_scalar_tie():
+    a = _t([[0.0, 1.0], [2.0, 0.0]])
+    z = _t(0.0)
+    await ag.maximum(a, z).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [[0.5, 1.0], [1.0, 0.5]])
+    assert z.grad.item() == 1.0
+
+
+def test_maximum_propagates_nan_and_method_names():
+    a = ag.tensor([1.0, np.nan])
+    assert np.isnan(ag.maximum(a, ag.tensor([2.0, 0.0])).numpy()[1])
+    m = a.maximum(ag.tensor(0.5)).numpy()
+    assert m[0] == 1.0 and np.isnan(m[1])
+    assert np.maximum(ag.tensor([1.0, 3.0]), ag.tensor([2.0, 2.0])).tolist() == [2.0, 3.0]
+
+
+# ----- erf, gelu, softplus, sigmoid details -----------------------------------------------------
+
+
+def test_erf_matches_math_erf_to_double_precision():
+    x = np.concatenate([
+        np.linspace(-7, 7, 20001), np.geomspace(1e-300, 1, 400), -np.geomspace(1e-300, 1, 400),
+        [0.0, -0.0, 0.46875, -0.46875, 4.0, -4.0, 5.9, 26.5, -27.0, 1e10, np.inf, -np.inf],
+    ])
+    got = erf_numpy(x)
+    want = _math_erf(x)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+    assert np.isnan(erf_numpy(np.array([np.nan]))[0])
+    assert math.copysign(1.0, erf_numpy(np.array([-0.0]))[0]) == -1.0
+
+
+def test_large_inputs_are_stable_without_warnings():
+    x = ag.tensor([-1000.0, -50.0, 0.0, 50.0, 1000.0], dtype=ag.float64)
+    np.testing.assert_allclose(ag.sigmoid(x).numpy(), [0.0, 1 / (1 + math.exp(50)), 0.5, 1.0, 1.0])
+    np.testing.assert_allclose(ag.softplus(x).numpy(), [0.0, math.log1p(math.exp(-50)), math.log(2), 50.0, 1000.0])
+    np.testing.assert_allclose(ag.gelu(x).numpy(), [0.0, 0.0, 0.0, 50.0, 1000.0])
+    np.testing.assert_allclose(ag.gelu(x, approximate="tanh").numpy(), [0.0, 0.0, 0.0, 50.0, 1000.0])
+    np.testing.assert_allclose(ag.log1p(ag.tensor([1e-20], dtype=ag.float64)).numpy(), [1e-20])
+    assert ag.erf(x).tolist() == [-1.0, -1.0, 0.0, 1.0, 1.0]
+
+
+async def test_softplus_and_sigmoid_gradients_at_large_inputs():
+    x = _t([-1000.0, -30.0, 0.0, 30.0, 1000.0])
+    await ag.softplus(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 1 / (1 + math.exp(30)), 0.5, 1.0, 1.0])
+    x.grad = None
+    await ag.sigmoid(x).sum().backward()
+    assert np.all(np.isfinite(x.grad.numpy()))
+
+
+def test_softplus_is_linear_above_threshold_like_torch():
+    x = ag.tensor([10.0, 25.0], dtype=ag.float64)
+    np.testing.assert_allclose(ag.softplus(x, beta=1, threshold=20).numpy(), [math.log1p(math.exp(10)), 25.0])
+    np.testing.assert_allclose(ag.softplus(x, beta=3, threshold=20).numpy(), [10.0, 25.0])
+
+
+def test_gelu_rejects_unknown_approximation():
+    with pytest.raises(ValueError, match="none or tanh"):
+        ag.gelu(ag.tensor([1.0]), approximate="fast")
+
+
+# ----- rounding ------------------------------------------------------------------------------
+
+
+async def test_rounding_ops_have_zero_gradient():
+    x = _t([-1.5, -0.4, 0.4, 2.5, 3.7])
+    for op in (ag.floor, ag.ceil, ag.round, ag.trunc):
+        (g,) = await ag.grad(op(x).sum(), x)
+        assert g.tolist() == [0.0] * 5
+
+
+def test_rounding_values_like_torch():
+    x = ag.tensor([-1.5, -0.5, 0.5, 1.5, 2.5, 2.567])
+    assert ag.round(x).tolist() == [-2.0, -0.0, 0.0, 2.0, 2.0, 3.0]  # half to even
+    np.testing.assert_allclose(ag.round(x, decimals=1).numpy(), np.round(x.numpy(), 1))
+    assert round(ag.tensor([2.567]), 2).tolist() == pytest.approx([2.57])
+    i = ag.tensor([1, -2, 3])
+    assert ag.floor(i).dtype == np.int64 and ag.floor(i).tolist() == [1, -2, 3]
+    assert np.floor(ag.tensor([1.5])).tolist() == [1.0]
+
+
+# ----- dtype promotion (torch's rules) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "a, b, expected",
+    [
+        (ag.ones(2, dtype=ag.float32), ag.ones(2, dtype=ag.float64), np.float64),
+        (ag.ones(2, dtype=ag.int64), ag.ones(2, dtype=ag.float32), np.float32),
+        (ag.tensor(np.ones(2, np.int32)), ag.ones(2, dtype=ag.float32), np.float32),
+        (ag.ones(2, dtype=ag.int64), 2.5, np.float32),
+        (ag.ones(2, dtype=ag.int64), 2, np.int64),
+        (ag.tensor(np.ones(2, np.int32)), 2, np.int32),
+        (ag.ones(2, dtype=ag.float32), 2.5, np.float32),
+        (ag.ones(2, dtype=ag.float32), ag.tensor(1.0, dtype=ag.float64), np.float32),  # 0-d does not promote
+        (ag.ones(2, dtype=ag.int64), ag.tensor(1.0, dtype=ag.float64), np.float64),  # higher category does
+        (ag.tensor(np.ones(2, np.int32)), ag.tensor(5), np.int32),
+        (ag.tensor([True, False]), 1, np.int64),
+        (ag.tensor([True, False]), 1.5, np.float32),
+        (ag.tensor(np.ones(2, np.float16)), ag.ones(2, dtype=ag.int64), np.float16),
+    ],
+)
+def test_add_and_mul_follow_torch_type_promotion(a, b, expected):
+    assert (a + b).dtype == expected
+    assert (b * a).dtype == expected
+    assert ag.result_type(a, b) == expected
+
+
+def test_true_division_of_integers_gives_the_default_dtype():
+    assert (ag.tensor([1, 2]) / ag.tensor([2, 2])).dtype == np.float32
+    assert (ag.tensor([1, 2]) / 2).tolist() == [0.5, 1.0]
+    assert ag.div(ag.tensor([7, -7]), 2, rounding_mode="floor").tolist() == [3, -4]
+    assert ag.div(ag.tensor([7, -7]), 2, rounding_mode="floor").dtype == np.int64
+
+
+def test_unary_ops_on_integers_give_the_default_dtype():
+    assert ag.exp(ag.tensor([0, 1])).dtype == np.float32
+    ag.set_default_dtype(ag.float64)
+    try:
+        assert ag.sqrt(ag.tensor([4])).dtype == np.float64
+        assert (ag.tensor([1]) + 0.5).dtype == np.float64
+    finally:
+        ag.set_default_dtype(ag.float32)
+
+
+async def test_mixed_dtype_gradients_come_back_in_each_inputs_dtype():
+    a = ag.tensor([1.0, 2.0], dtype=ag.float32, requires_grad=True)
+    b = ag.tensor([3.0, 4.0], dtype=ag.float64, requires_grad=True)
+    out = a * b
+    assert out.dtype == np.float64
+    await out.sum().backward()
+    assert a.grad.dtype == np.float32 and b.grad.dtype == np.float64
+    np.testing.assert_array_equal(a.grad.numpy(), [3.0, 4.0])
+
+
+# ----- errors ------------------------------------------------------------------------------------
+
+
+def test_integer_to_negative_integer_power_is_refused():
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        ag.tensor([1, 2]) ** -1
+
+
+def test_shape_mismatch_names_the_sizes():
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of tensor b \(4\)"):
+        ag.ones(2, 3) + ag.ones(4)
+
+
+def test_clamp_needs_a_bound():
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max'"):
+        ag.clamp(ag.ones(2))
+
+
+def test_comparisons_are_not_differentiable():
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    for out in (x > 1, x == 1, x <= 2, ag.isnan(x), ag.sign(x)):
+        assert out.grad_fn is None and not out.requires_grad
