@@ -1,0 +1,196 @@
+"""Devices, their executor threads and the offload policy (aiograd/devices.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aiograd as ag
+from aiograd.autograd.engine import Engine
+from aiograd.devices import live_threads, policy, runtime
+from aiograd.ops.elementwise import SinBackward0
+from aiograd.ops.linalg import MmBackward0
+
+
+@pytest.fixture
+def offload_mode() -> Iterator[Any]:
+    """Restore the offload mode after the test."""
+    before = ag.get_offload()
+    yield ag.set_offload
+    ag.set_offload(before)
+
+
+@pytest.fixture
+def thread_log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the thread each SinBackward0/MmBackward0 kernel runs on."""
+    log: list[str] = []
+    for cls in (SinBackward0, MmBackward0):
+        orig = cls.apply
+
+        def apply(self: Any, grads: Any, orig: Any = orig) -> Any:
+            log.append(threading.current_thread().name)
+            return orig(self, grads)
+
+        monkeypatch.setattr(cls, "apply", apply)
+    return log
+
+
+def test_device_names_and_identity() -> None:
+    assert ag.device("cpu") is ag.device("cpu:0")
+    assert ag.device("cpu:1") is ag.device("cpu:1")
+    assert str(ag.device("cpu:1")) == "cpu:1"
+    assert ag.device("cpu") == "cpu"
+    assert ag.tensor([1.0]).device == ag.device("cpu")
+
+
+def test_bad_device_names_are_refused_clearly() -> None:
+    with pytest.raises(RuntimeError, match="Expected a device like 'cpu' or 'cpu:1'"):
+        ag.device("gpu")
+    with pytest.raises(RuntimeError, match="no CUDA backend"):
+        ag.device("cuda:0")
+
+
+def test_ops_on_two_devices_raise() -> None:
+    a = ag.ones(3)
+    b = ag.ones(3).to("cpu:1")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        a + b
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        ag.ones(2, 2) @ ag.ones(2, 2).to("cpu:2")
+
+
+def test_set_offload_rejects_unknown_mode() -> None:
+    with pytest.raises(ValueError, match="'auto', 'always', 'never'"):
+        ag.set_offload("sometimes")
+
+
+async def test_to_device_is_differentiable_and_grad_returns_to_source() -> None:
+    x = ag.tensor([1.0, 2.0, 3.0], dtype=ag.float64, requires_grad=True)
+    y = x.to("cpu:1")
+    assert y.device == ag.device("cpu:1")
+    assert y.grad_fn.name() == "ToCopyBackward0"
+    loss = ((y * y).sum()).to("cpu")
+    await loss.backward()
+    assert x.grad.device == ag.device("cpu")
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+def _branchy_graph(seed: int) -> tuple[ag.Tensor, ag.Tensor, ag.Tensor]:
+    ag.manual_seed(seed)
+    x = ag.randn(40, 40, dtype=ag.float64, requires_grad=True)
+    w = ag.randn(40, 40, dtype=ag.float64, requires_grad=True)
+    w1 = w.to("cpu:1")
+    y = x
+    for _ in range(6):
+        y = (y @ w).sin() * 0.5 + ((y.to("cpu:1") @ w1).sin()).to("cpu") * 0.5
+    return x, w, y.sum()
+
+
+@pytest.mark.parametrize("mode", ["never", "always", "auto"])
+async def test_offload_modes_give_identical_gradients(mode: str, offload_mode: Any) -> None:
+    offload_mode("never")
+    x, w, loss = _branchy_graph(0)
+    await loss.backward()
+    ref = (x.grad.numpy().copy(), w.grad.numpy().copy())
+    offload_mode(mode)
+    x, w, loss = _branchy_graph(0)
+    await loss.backward()
+    # Equal up to summation order: with two devices, which branch's gradient is
+    # added first into a shared input buffer depends on which thread finishes first.
+    np.testing.assert_allclose(x.grad.numpy(), ref[0], rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(w.grad.numpy(), ref[1], rtol=1e-12, atol=1e-9)
+
+
+async def test_always_runs_kernels_on_their_device_thread(offload_mode: Any, thread_log: list[str]) -> None:
+    offload_mode("always")
+    x, w, loss = _branchy_graph(1)
+    await loss.backward()
+    assert thread_log, "no kernel ran"
+    assert {"aiograd-cpu", "aiograd-cpu:1"} <= {name.rsplit("_", 1)[0] for name in thread_log}
+    assert threading.current_thread().name not in thread_log
+
+
+async def test_never_runs_kernels_inline(offload_mode: Any, thread_log: list[str]) -> None:
+    offload_mode("never")
+    x, w, loss = _branchy_graph(2)
+    await loss.backward()
+    assert set(thread_log) == {threading.current_thread().name}
+
+
+async def test_auto_offloads_large_kernels_and_keeps_tiny_ones_inline(offload_mode: Any, thread_log: list[str]) -> None:
+    offload_mode("auto")
+    big = ag.randn(300, 300, dtype=ag.float64, requires_grad=True)
+    tiny = ag.randn(3, dtype=ag.float64, requires_grad=True)
+    loss = (big @ big).sum() + tiny.sin().sum()
+    await loss.backward()
+    loop_thread = threading.current_thread().name
+    # MmBackward0 (300^3 multiply-adds) leaves the loop; the 3-element SinBackward0 does not.
+    assert thread_log.count(loop_thread) == 1
+    assert any(name.startswith("aiograd-cpu") for name in thread_log)
+
+
+def test_policy_learns_rates_from_measurements() -> None:
+    class FakeNode:
+        work = 10_000_000
+
+    policy.rates.pop(FakeNode, None)
+    # Measured fast (10 us for 1e7 units): predicted below the threshold, stays inline.
+    policy.observe(FakeNode(), 1e-5)  # type: ignore[arg-type]
+    assert policy.rates[FakeNode] == pytest.approx(1e-12)
+    assert not policy.should_offload(FakeNode())  # type: ignore[arg-type]
+    # Later runs measure slow (10 ms): the learned rate rises and it is offloaded.
+    for _ in range(5):
+        policy.observe(FakeNode(), 1e-2)  # type: ignore[arg-type]
+    assert policy.should_offload(FakeNode())  # type: ignore[arg-type]
+    policy.rates.pop(FakeNode, None)
+
+
+async def test_thread_count_is_constant_over_many_passes(offload_mode: Any) -> None:
+    offload_mode("always")
+    x, w, loss = _branchy_graph(3)
+    await loss.backward()
+    threads_before = threading.active_count()
+    executors_before = live_threads()
+    for seed in range(10):
+        x, w, loss = _branchy_graph(seed)
+        await loss.backward()
+    assert threading.active_count() == threads_before
+    assert live_threads() == executors_before
+
+
+async def test_reentrant_backward_with_device_work_does_not_deadlock(offload_mode: Any) -> None:
+    """A node whose backward awaits a nested pass that itself needs the device threads."""
+    offload_mode("always")
+
+    class Nested(ag.Function):
+        @staticmethod
+        def forward(ctx: Any, x: ag.Tensor) -> ag.Tensor:
+            ctx.save_for_backward(x)
+            return x * 1.0
+
+        @staticmethod
+        async def backward(ctx: Any, g: ag.Tensor) -> ag.Tensor:
+            (x,) = ctx.saved_tensors
+            with ag.enable_grad():
+                x1 = x.detach().to("cpu:1").requires_grad_()
+                inner = (x1 @ x1).sin().sum()
+            (gx,) = await ag.grad(inner, [x1])
+            return g * gx.to("cpu")
+
+    threads_before = threading.active_count()
+    x = ag.randn(30, 30, dtype=ag.float64, requires_grad=True)
+    y = (x.to("cpu:1") @ x.to("cpu:1")).to("cpu")
+    loss = Nested.apply(y).sum()
+    await loss.backward()
+    assert x.grad is not None and np.isfinite(x.grad.numpy()).all()
+    assert threading.active_count() <= threads_before + 2  # at most the two device executors, once
+
+
+def test_device_runtime_is_shared_per_device() -> None:
+    assert runtime(ag.device("cpu:1")) is runtime(ag.device("cpu:1"))
+    assert runtime(ag.device("cpu:1")) is not runtime(ag.device("cpu"))
+    assert isinstance(Engine(), Engine)
