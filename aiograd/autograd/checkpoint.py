@@ -24,11 +24,13 @@ Two modes, as in torch:
     parameter ``fn`` closes over). That graph's saved tensors are released
     at once, and one ``CheckpointBackward`` node whose edges are the
     boundary edges becomes the ``grad_fn`` of the outputs. Its (async)
-    apply recomputes ``fn`` and runs a nested pass that only captures the
-    gradients arriving at the boundary edges, without running or freeing
-    anything beyond them. So parameters get their gradient through the
-    outer pass like any other leaf: staged and committed with it, and
-    reachable by ``grad(loss, [param])``.
+    apply recomputes ``fn``, points the recomputed graph's boundary edges
+    at private sink nodes, and runs a nested pass that captures the
+    gradients arriving at the sinks: nothing beyond the boundary runs, is
+    freed, or has its hooks fired twice. The edges are restored afterwards
+    (a ``create_graph`` gradient's graph runs through them). So parameters
+    get their gradient through the outer pass like any other leaf: staged
+    and committed with it, and reachable by ``grad(loss, [param])``.
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ class _CheckpointFunction(Function):
 class CheckpointBackward(Node):
     """The backward of a non-reentrant checkpoint: recompute, then a nested capturing pass."""
 
-    __slots__ = ("run", "rng_state", "out_positions")
+    __slots__ = ("run", "rng_state", "out_positions", "boundary")
     _saved_fields = ("run",)
     _runs_on_undefined = False
 
@@ -213,18 +215,23 @@ class CheckpointBackward(Node):
         for o in recomputed:
             e = Edge(*o._gradient_edge())
             roots.append(sink_for(e) if _is_outside(e[0], start_seq) else _full_edge(e[0], e[1]))
-        _cut_at_boundary([r[0] for r in roots], start_seq, sink_for)
+        cuts = _cut_at_boundary([r[0] for r in roots], start_seq, sink_for)
+        # Capture at the boundary this node was made with: its own next_edges may since have
+        # been cut by an enclosing checkpoint's recomputation (nested checkpoints).
         outputs = []
-        for e in self.next_edges:
-            if e is None:
-                continue
+        for e in self.boundary:
             key = (id(e[0]), e[1])
             # an edge the recomputation did not reach gets a sink of its own: captured as None
             outputs.append(_full_edge(sinks[key] if key in sinks else _Sink(e[0].input_metadata[e[1]]), 0))
-        captured = await default_engine.execute(roots, root_grads, False, create_graph, False, outputs)
+        try:
+            # With create_graph the gradients' own graph runs through the recomputed nodes:
+            # keep their saved tensors, and give them their real edges back afterwards.
+            captured = await default_engine.execute(roots, root_grads, create_graph, create_graph, False, outputs)
+        finally:
+            for node, i, e in cuts:
+                node.next_edges[i] = e
         assert captured is not None
-        it = iter(captured)
-        return [None if e is None else next(it) for e in self.next_edges]
+        return list(captured)
 
 
 class _Sink(Node):
@@ -249,7 +256,11 @@ def _is_outside(n: Node, start_seq: int) -> bool:
     return isinstance(n, (AccumulateGrad, _Sink)) or n.sequence_nr < start_seq
 
 
-def _cut_at_boundary(starts: list[Node], start_seq: int, sink_for: Callable[[Edge], Edge]) -> None:
+def _cut_at_boundary(
+    starts: list[Node], start_seq: int, sink_for: Callable[[Edge], Edge]
+) -> list[tuple[Node, int, Edge]]:
+    """Point every edge leaving the graph recorded since ``start_seq`` to a sink; return the cuts."""
+    cuts: list[tuple[Node, int, Edge]] = []
     stack = [n for n in starts if not _is_outside(n, start_seq)]
     seen = {id(n) for n in stack}
     while stack:
@@ -259,10 +270,12 @@ def _cut_at_boundary(starts: list[Node], start_seq: int, sink_for: Callable[[Edg
             if e is None:
                 continue
             if _is_outside(e[0], start_seq):
+                cuts.append((n, i, e))
                 edges[i] = sink_for(e)
             elif id(e[0]) not in seen:
                 seen.add(id(e[0]))
                 stack.append(e[0])
+    return cuts
 
 
 def _find_boundary(outputs: list[Tensor], start_seq: int) -> tuple[list[Edge], list[Node]]:
@@ -321,6 +334,7 @@ def _checkpoint_non_reentrant(
     node = CheckpointBackward()
     record(node, (), new_outs)
     node.next_edges = list(boundary)
+    node.boundary = tuple(boundary)
     node.topological_nr = 1 + max((e[0].topological_nr for e in boundary), default=-1)
     node.run = (function, args, kwargs)
     node.rng_state = rng_state
