@@ -1,0 +1,355 @@
+"""Reductions: forward against numpy, gradients against finite differences (first and second order)
+over hypothesis-drawn shapes, dims and keepdim; tie rules, zeros in prod, torch's names, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
+
+import aiograd as ag
+from aiograd._aio import run_sync
+
+
+def _t(a, requires_grad=True):
+    return ag.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
+
+
+def check(fn, inputs, second=True):
+    assert run_sync(lambda: ag.gradcheck(fn, inputs))
+    if second:
+        assert run_sync(lambda: ag.gradgradcheck(fn, inputs))
+
+
+def _distinct(rng, shape):
+    """Values at least 0.1 apart (no ties, even under a finite-difference step), in random order."""
+    n = int(np.prod(shape))
+    return ((rng.permutation(n) - n / 2) * 0.1 + rng.uniform(0, 0.01, n)).reshape(shape)
+
+
+@st.composite
+def shape_and_dims(draw, allow_tuple=True, allow_none=True, min_dims=0):
+    shape = draw(array_shapes(min_dims=min_dims, max_dims=3, min_side=1, max_side=3))
+    n = len(shape)
+    choices = []
+    if allow_none:
+        choices.append(st.none())
+    if n:
+        choices.append(st.integers(-n, n - 1))
+        if allow_tuple:
+            choices.append(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True).map(tuple))
+    elif not allow_none:
+        choices.append(st.sampled_from([0, -1]))
+    dim = draw(st.one_of(*choices)) if choices else None
+    return shape, dim, draw(st.booleans())
+
+
+def _np_axis(dim, shape):
+    if dim is None or not shape:
+        return None
+    return dim
+
+
+def _kw(dim, keepdim):
+    return {} if dim is None else {"dim": dim, "keepdim": keepdim}
+
+
+# name, op(x, dim, keepdim), numpy ref(a, axis, keepdims), sample, node, smooth
+def _ref_std(a, axis, keepdims, correction=1):
+    return np.std(a, axis=axis, keepdims=keepdims, ddof=correction)
+
+
+def _ref_lse(a, axis, keepdims):
+    m = np.max(a, axis=axis, keepdims=True)
+    r = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+    return r if keepdims else (np.squeeze(r, axis=axis) if axis is not None else r.reshape(()))
+
+
+def _pos(rng, shape):
+    return rng.uniform(0.5, 1.5, shape)
+
+
+def _any(rng, shape):
+    return rng.uniform(-2, 2, shape)
+
+
+REDUCTIONS = [
+    ("sum", lambda x, d, k: x.sum(**_kw(d, k)), lambda a, ax, kd: np.sum(a, axis=ax, keepdims=kd), _any,
+     "SumBackward0"),
+    ("mean", lambda x, d, k: x.mean(**_kw(d, k)), lambda a, ax, kd: np.mean(a, axis=ax, keepdims=kd), _any,
+     "MeanBackward0"),
+    ("prod", lambda x, d, k: x.prod(**_kw(d, k)), lambda a, ax, kd: np.prod(a, axis=ax, keepdims=kd), _pos,
+     "ProdBackward0"),
+    ("amax", lambda x, d, k: x.amax(**_kw(d, k)), lambda a, ax, kd: np.max(a, axis=ax, keepdims=kd), _distinct,
+     "AmaxBackward0"),
+    ("amin", lambda x, d, k: ag.amin(x, **_kw(d, k)), lambda a, ax, kd: np.min(a, axis=ax, keepdims=kd),
+     _distinct, "AminBackward0"),
+    ("var", lambda x, d, k: x.var(**_kw(d, k)), lambda a, ax, kd: np.var(a, axis=ax, keepdims=kd, ddof=1), _any,
+     "VarBackward0"),
+    ("var_correction0", lambda x, d, k: x.var(**_kw(d, k), correction=0),
+     lambda a, ax, kd: np.var(a, axis=ax, keepdims=kd), _any, "VarBackward0"),
+    ("std", lambda x, d, k: x.std(**_kw(d, k)), lambda a, ax, kd: _ref_std(a, ax, kd), _distinct, "StdBackward0"),
+    ("std_unbiased_false", lambda x, d, k: ag.std(x, **_kw(d, k), unbiased=False),
+     lambda a, ax, kd: _ref_std(a, ax, kd, 0), _distinct, "StdBackward0"),
+    ("logsumexp", lambda x, d, k: x.logsumexp(d, k) if d is not None else x.logsumexp(tuple(range(x.ndim))),
+     _ref_lse, _any, "LogsumexpBackward0"),
+    ("norm", lambda x, d, k: x.norm(**_kw(d, k)),
+     lambda a, ax, kd: np.sqrt(np.sum(a * a, axis=ax, keepdims=kd)), _distinct, "LinalgVectorNormBackward0"),
+]
+
+
+@pytest.mark.parametrize("name, op, ref, sample, node", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+@given(sd=shape_and_dims(), seed=st.integers(0, 2**32 - 1))
+def test_reduction_forward_and_gradients(name, op, ref, sample, node, sd, seed):
+    shape, dim, keepdim = sd
+    if name.startswith(("var", "std")):
+        n = int(np.prod([shape[d] for d in (range(len(shape)) if dim is None else np.atleast_1d(dim))]))
+        assume(n >= 2)
+    a = sample(np.random.default_rng(seed), shape)
+    x = _t(a)
+    out = op(x, dim, keepdim)
+    want = np.asarray(ref(a, _np_axis(dim, shape), keepdim if dim is not None else False))
+    assert out.shape == want.shape
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12, atol=1e-14)
+    assert out.grad_fn.name() == node
+    check(lambda t: op(t, dim, keepdim), (x,))
+
+
+@given(sd=shape_and_dims(allow_tuple=False, allow_none=False), seed=st.integers(0, 2**32 - 1),
+       which=st.sampled_from(["max", "min"]))
+async def test_max_min_with_dim_on_every_loop(sd, seed, which):
+    shape, dim, keepdim = sd
+    a = _distinct(np.random.default_rng(seed), shape)
+    x = _t(a)
+    res = getattr(x, which)(dim, keepdim)
+    values, indices = res
+    assert res.values is values and res.indices is indices
+    ax = dim if shape else None
+    np_val = (np.max if which == "max" else np.min)(a, axis=ax, keepdims=keepdim)
+    np_idx = (np.argmax if which == "max" else np.argmin)(a, axis=ax, keepdims=keepdim) if shape else 0
+    np.testing.assert_array_equal(values.detach().numpy(), np_val)
+    np.testing.assert_array_equal(indices.numpy(), np_idx)
+    assert indices.dtype == np.int64 and not indices.requires_grad
+    assert values.grad_fn.name() == ("MaxBackward0" if which == "max" else "MinBackward0")
+    f = lambda t: getattr(t, which)(dim, keepdim).values  # noqa: E731
+    assert await ag.gradcheck(f, (x,))
+    assert await ag.gradgradcheck(f, (x,))
+
+
+@given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**32 - 1))
+def test_full_max_min_gradients(shape, seed):
+    a = _distinct(np.random.default_rng(seed), shape)
+    x = _t(a)
+    assert x.max().item() == a.max() and x.min().item() == a.min()
+    assert x.max().grad_fn.name() == "MaxBackward1" and x.min().grad_fn.name() == "MinBackward1"
+    check(lambda t: t.max(), (x,))
+    check(lambda t: t.min() * 2, (x,))
+
+
+# ----- tie rules ----------------------------------------------------------------------------
+
+
+async def test_max_without_dim_splits_the_gradient_evenly_among_ties():
+    x = _t([[1.0, 3.0], [3.0, 3.0]])
+    await x.max().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 1 / 3], [1 / 3, 1 / 3]])
+    x.grad = None
+    await (x.min() * 2).backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[2.0, 0.0], [0.0, 0.0]])
+
+
+async def test_amax_with_dims_splits_among_ties_per_group():
+    x = _t([[1.0, 5.0, 5.0], [2.0, 0.0, 1.0]])
+    await x.amax(1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.5, 0.5], [1.0, 0.0, 0.0]])
+    x.grad = None
+    await ag.amin(x, (0, 1), keepdim=True).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+
+
+async def test_max_with_dim_sends_the_gradient_to_the_index():
+    x = _t([[1.0, 5.0, 5.0], [7.0, 0.0, 7.0]])
+    values, indices = x.max(1)
+    assert indices.tolist() == [1, 0]  # the first maximal element, as torch on CPU
+    await values.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+
+
+def test_max_and_argmax_treat_nan_as_the_maximum():
+    x = ag.tensor([1.0, np.nan, 3.0, np.nan])
+    assert np.isnan(x.max().item()) and np.isnan(x.amax().item())
+    assert x.argmax().item() == 1 and x.argmin().item() == 1
+    assert x.max(0).indices.item() == 1
+
+
+async def test_max_gradient_goes_to_nan():
+    x = _t([1.0, np.nan, 3.0])
+    await x.max().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 1.0, 0.0])
+
+
+def test_max_with_a_tensor_is_maximum():
+    a, b = ag.tensor([1.0, 4.0]), ag.tensor([3.0, 2.0])
+    assert ag.max(a, b).tolist() == [3.0, 4.0] and a.min(b).tolist() == [1.0, 2.0]
+
+
+# ----- prod with zeros ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "data, dim",
+    [
+        ([2.0, 0.0, 3.0], None),
+        ([0.0, 0.0, 3.0], None),
+        ([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0], [2.0, 5.0, 0.5]], None),
+        ([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0], [2.0, 5.0, 0.5]], 1),
+        ([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0], [2.0, 5.0, 0.5]], 0),
+        ([[[0.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [1.5, 2.0]]], (0, 2)),
+        (0.0, None),
+    ],
+)
+async def test_prod_gradient_is_exact_with_zeros(data, dim):
+    x = _t(data)
+    f = (lambda t: t.prod()) if dim is None else (lambda t: t.prod(dim))
+    assert await ag.gradcheck(f, (x,))
+    assert await ag.gradgradcheck(f, (x,))
+
+
+async def test_prod_gradient_values_with_one_and_two_zeros():
+    x = _t([2.0, 0.0, 3.0])
+    await x.prod().backward()
+    assert x.grad.tolist() == [0.0, 6.0, 0.0]
+    y = _t([2.0, 0.0, 0.0])
+    await y.prod().backward()
+    assert y.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+# ----- dtypes, non-differentiable reductions ---------------------------------------------------
+
+
+def test_sum_and_prod_of_integers_and_bools_give_int64():
+    assert ag.tensor([True, True, False]).sum().dtype == np.int64
+    assert ag.tensor(np.array([1, 2], np.int32)).sum().dtype == np.int64
+    assert ag.tensor(np.array([2, 3], np.int8)).prod().item() == 6
+    assert ag.tensor(np.array([2, 3], np.int8)).prod().dtype == np.int64
+    assert ag.ones(2, 2).sum(dtype=ag.float64).dtype == np.float64
+    assert ag.tensor([1, 2]).sum(dtype=ag.float32).dtype == np.float32
+
+
+def test_sum_over_an_empty_dim_list_reduces_everything_like_torch():
+    x = ag.ones(2, 3)
+    assert x.sum(dim=()).item() == 6.0 and x.amax(()).item() == 1.0
+    assert ag.tensor(3.0).sum(0).item() == 3.0 and ag.tensor(3.0).mean(-1).item() == 3.0
+
+
+async def test_reductions_keep_the_gradient_dtype():
+    x = ag.ones(2, 3, requires_grad=True)
+    for out in (x.sum(1), x.mean(), x.prod(0), x.amax(), x.var(1), x.std(), ag.logsumexp(x, 1), x.norm()):
+        (g,) = await ag.grad(out.sum(), x)
+        assert g.dtype == np.float32 and g.shape == (2, 3)
+
+
+def test_mean_of_integers_is_refused():
+    with pytest.raises(RuntimeError, match="Input dtype must be either a floating point"):
+        ag.tensor([1, 2]).mean()
+    assert ag.tensor([1, 2]).mean(dtype=ag.float64).item() == 1.5
+
+
+@given(sd=shape_and_dims(allow_tuple=False), seed=st.integers(0, 2**32 - 1))
+def test_argmax_argmin_match_numpy(sd, seed):
+    shape, dim, keepdim = sd
+    a = np.random.default_rng(seed).integers(0, 5, shape).astype(np.float64)
+    x = ag.tensor(a)
+    for ours, ref in ((ag.argmax, np.argmax), (ag.argmin, np.argmin)):
+        got = ours(x, dim, keepdim)
+        assert got.dtype == np.int64
+        if dim is None:
+            want = ref(a)
+            if keepdim:
+                want = np.reshape(want, (1,) * a.ndim)
+        else:
+            want = ref(a, axis=dim if shape else None, keepdims=keepdim) if shape else 0
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_all_any():
+    x = ag.tensor([[True, False], [True, True]])
+    assert x.all().item() is False and x.any().item() is True
+    assert ag.all(x, 1).tolist() == [False, True]
+    assert ag.any(x, 0, keepdim=True).tolist() == [[True, True]]
+    assert ag.tensor([1.0, 0.0]).all().dtype == np.bool_
+    assert np.all(ag.tensor([1, 2])).item() is True
+
+
+def test_var_std_keywords_like_torch():
+    a = np.array([[1.0, 2.0, 4.0], [0.0, 3.0, 9.0]])
+    x = ag.tensor(a, dtype=ag.float64)
+    np.testing.assert_allclose(x.var().item(), np.var(a, ddof=1))
+    np.testing.assert_allclose(ag.var(x, False).item(), np.var(a))  # legacy positional unbiased
+    np.testing.assert_allclose(x.var(1, unbiased=False).numpy(), np.var(a, axis=1))
+    np.testing.assert_allclose(x.std(1, correction=2, keepdim=True).numpy(), np.std(a, 1, ddof=2, keepdims=True))
+    np.testing.assert_allclose(x.var(dim=(0, 1), correction=0).item(), np.var(a))
+    assert np.isnan(ag.tensor([1.0]).var().item())
+    with pytest.raises(RuntimeError, match="both"):
+        x.var(1, unbiased=True, correction=1)
+    with pytest.raises(RuntimeError, match="floating point"):
+        ag.tensor([1, 2]).var()
+
+
+async def test_std_gradient_is_zero_where_std_is_zero():
+    x = _t([[2.0, 2.0], [1.0, 3.0]])
+    await x.std(1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [-1 / np.sqrt(2), 1 / np.sqrt(2)]])
+
+
+def test_logsumexp_is_stable():
+    x = ag.tensor([[1000.0, 1000.0], [-1000.0, -1000.0]], dtype=ag.float64)
+    np.testing.assert_allclose(ag.logsumexp(x, 1).numpy(), [1000 + np.log(2), -1000 + np.log(2)])
+    assert ag.logsumexp(ag.tensor([-np.inf, -np.inf]), 0).item() == -np.inf
+    assert ag.logsumexp(ag.tensor([np.inf, 1.0]), 0).item() == np.inf
+
+
+async def test_norm_gradient_at_zero_is_zero():
+    x = _t([[0.0, 0.0], [3.0, 4.0]])
+    await x.norm(dim=1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[0.0, 0.0], [0.6, 0.8]])
+
+
+@pytest.mark.parametrize("p", [1, 3, np.inf, -np.inf, 0])
+def test_norm_other_orders_match_numpy(p):
+    a = np.array([[1.0, -2.0, 0.0], [0.5, 3.0, -1.0]])
+    got = ag.tensor(a, dtype=ag.float64).norm(p=p, dim=1).numpy()
+    np.testing.assert_allclose(got, np.linalg.norm(a, ord=p, axis=1))
+
+
+async def test_norm_p3_and_inf_gradcheck():
+    x = _t([[1.0, -2.0, 0.5], [0.5, 3.0, -1.0]])
+    assert await ag.gradcheck(lambda t: t.norm(p=3, dim=1), (x,))
+    assert await ag.gradcheck(lambda t: t.norm(p=np.inf), (x,))
+
+
+# ----- errors ------------------------------------------------------------------------------------
+
+
+def test_dim_out_of_range():
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"):
+        ag.ones(2, 3).sum(2)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ag.ones(2, 3).max(-3)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ag.ones(2, 3).var((0, 5))
+
+
+def test_repeated_dims_are_refused():
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        ag.ones(2, 3).sum((1, -1))
+
+
+def test_max_of_an_empty_tensor_needs_a_dim():
+    with pytest.raises(IndexError, match="Specify the reduction dim"):
+        ag.zeros(0).max()
+    with pytest.raises(IndexError, match="non-zero size"):
+        ag.zeros(2, 0).amax(1)
+    assert ag.zeros(0, 3).amax(1).shape == (0,)
