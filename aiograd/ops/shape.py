@@ -27,7 +27,7 @@ __all__ = [
 def make_view(input: Tensor, arr: np.ndarray) -> Tensor:
     """Wrap ``arr``; when it is a view of ``input``'s array, share storage bookkeeping."""
     out = Tensor._wrap(arr, input._device)
-    if arr.base is not None and np.shares_memory(arr, input._data):
+    if arr.base is not None and (np.may_share_memory(arr, input._data) or arr.size == 0):
         out._version_counter = input._version_counter
         root = input._base if input._base is not None else input
         out._base = root
