@@ -40,13 +40,43 @@ class MmBackward0(Node):
             b = unpack(self, self.b, graph)
             b2 = b.reshape((b_shape[0], 1)) if b1 else b
             ga = np.matmul(g2, np.swapaxes(b2, -1, -2))
-            ga = ga.reshape(a_shape) if a1 else sum_to(ga, a_shape)
+            # a 1-D operand against a batched one: its gradient is summed over the batch dims
+            ga = sum_to(ga, (1, a_shape[0])).reshape(a_shape) if a1 else sum_to(ga, a_shape)
         if e[1] is not None:
             a = unpack(self, self.a, graph)
             a2 = a.reshape((1, a_shape[0])) if a1 else a
             gb = np.matmul(np.swapaxes(a2, -1, -2), g2)
-            gb = gb.reshape(b_shape) if b1 else sum_to(gb, b_shape)
+            gb = sum_to(gb, (b_shape[0], 1)).reshape(b_shape) if b1 else sum_to(gb, b_shape)
         return ga, gb
+
+
+class DotBackward0(MmBackward0):
+    """matmul of two 1-D tensors."""
+
+    __slots__ = ()
+
+
+class MvBackward0(MmBackward0):
+    """matmul of a matrix and a vector."""
+
+    __slots__ = ()
+
+
+class BmmBackward0(MmBackward0):
+    """matmul of two 3-D tensors with the same batch size."""
+
+    __slots__ = ()
+
+
+def _node_for(a_nd: int, b_nd: int, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> MmBackward0:
+    """torch's node name for the case (other batched/broadcast cases keep MmBackward0)."""
+    if a_nd == 1 and b_nd == 1:
+        return DotBackward0()
+    if a_nd == 2 and b_nd == 1:
+        return MvBackward0()
+    if a_nd == 3 and b_nd == 3 and a_shape[0] == b_shape[0]:
+        return BmmBackward0()
+    return MmBackward0()
 
 
 @implements_ufunc(np.matmul)
@@ -74,7 +104,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         ) from None
     out = wrap(res, device)
     if needs_grad(input, other):
-        node = MmBackward0()
+        node = _node_for(ad.ndim, bd.ndim, ad.shape, bd.shape)
         node.a = save(input) if other._requires_grad else None
         node.b = save(other) if input._requires_grad else None
         node.a_shape = ad.shape
