@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextvars
 import heapq
 import warnings
+from sys import getrefcount
 from time import perf_counter
 from typing import Any, Callable, Sequence
 
@@ -102,6 +103,17 @@ def queue_callback(callback: Callable[[], Any]) -> None:
     gt.final_callbacks.append(callback)
 
 
+def _sole_owner(a: Any, refs: int) -> bool:
+    """Whether ``a`` is a writeable array that owns its data and that nothing but the
+    engine's ``refs`` references point to (torch's use_count test, NOTE [Aliasing])."""
+    return (
+        a.__class__ is np.ndarray
+        and a.base is None
+        and a.flags.writeable
+        and getrefcount(a) <= refs + 1  # +1: getrefcount's own argument
+    )
+
+
 class InputBuffer:
     """Gradients arriving at the inputs of one node, summed per input (NOTE [Aliasing])."""
 
@@ -119,8 +131,9 @@ class InputBuffer:
         old = grads[nr]
         if old is None:
             grads[nr] = g
-        elif (self.owned >> nr) & 1:
+        elif (self.owned >> nr) & 1 or (_sole_owner(old, 3) and old.shape == g.shape):
             np.add(old, g, out=old)
+            self.owned |= 1 << nr
         else:
             new = old + g
             grads[nr] = new
@@ -182,10 +195,13 @@ class GraphTask:
         entry = self.staged.get(variable)
         if entry is None:
             self.staged[variable] = [g, False, retained]
-        elif entry[1]:
-            np.add(entry[0], g, out=entry[0])
+            return
+        old = entry[0]
+        if entry[1] or (_sole_owner(old, 3) and old.shape == g.shape):
+            np.add(old, g, out=old)
+            entry[1] = True
         else:
-            new = entry[0] + g
+            new = old + g
             entry[0] = new
             entry[1] = new.__class__ is np.ndarray
 
@@ -193,6 +209,7 @@ class GraphTask:
         """Write the staged gradients into ``.grad`` and run post-accumulate-grad hooks."""
         create_graph = self.create_graph
         for variable, (g, owned, retained) in self.staged.items():
+            owned = owned or _sole_owner(g, 3)
             if retained:
                 _commit_retained(variable, g, owned)
                 continue
