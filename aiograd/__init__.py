@@ -46,7 +46,7 @@ __all__ = (
     list(_tensor_all)
     + [n for n, v in _ops_dict.items() if not n.startswith("_") and callable(v) and not isinstance(v, type)]
     + [
-        "Tensor", "Device", "device", "backward", "backward_sync", "grad", "grad_sync",
+        "Device", "device", "backward", "backward_sync", "grad", "grad_sync",
         "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
         "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "queue_callback",
         "set_time_slice", "get_time_slice", "set_offload", "get_offload", "devices", "Function", "once_differentiable", "autograd",
