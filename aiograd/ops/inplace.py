@@ -108,7 +108,10 @@ def _nograd_call(t: Tensor, fn: Callable[[np.ndarray], Any]) -> None:
     try:
         fn(d)
     except TypeError as e:  # numpy's UFuncTypeError: float result into an int tensor
-        raise RuntimeError(f"in-place operation on a {d.dtype} tensor: {e}") from None
+        raise RuntimeError(
+            f"result type can't be cast to the desired output type {_dtype_name(d.dtype)} of this in-place "
+            f"operation ({e})"
+        ) from None
     except ValueError as e:  # non-broadcastable output
         raise RuntimeError(f"in-place operation on a tensor of shape {list(d.shape)}: {e}") from None
     t._version_counter.value += 1
