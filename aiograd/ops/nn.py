@@ -395,7 +395,7 @@ def conv2d(
     # cols[(n, ho, wo), (c, i, j)]: one contiguous copy of the receptive fields.
     cols = np.ascontiguousarray(win.transpose(0, 2, 3, 1, 4, 5)).reshape(M, C * kh * kw)
     if G == 1:
-        res = cols @ wd.reshape(O, K).T
+        res = cols @ np.ascontiguousarray(wd.reshape(O, K).T)  # C order: BLAS's fast path under load
     else:
         res = np.matmul(cols.reshape(M, G, K).transpose(1, 0, 2), wd.reshape(G, Og, K).transpose(0, 2, 1))
         res = res.transpose(1, 0, 2).reshape(M, O)
