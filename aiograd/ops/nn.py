@@ -530,15 +530,17 @@ def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
 class MaxPool2DWithIndicesBackward0(Node):
     """Each output's gradient goes to the input position that held the max (added where windows overlap)."""
 
-    __slots__ = ("flat", "in_shape", "overlap")
+    __slots__ = ("flat", "in_shape", "overlap", "valid")
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         size = int(np.prod(self.in_shape))
+        if self.valid is not None:  # windows that lie wholly in the padding send no gradient
+            g = g * self.valid
         if g.__class__ is Tensor:
             gi = _scatter_rows(g.reshape(-1, 1), self.flat, size)
             return (gi.reshape(self.in_shape),)
-        if self.overlap:
+        if self.overlap or self.valid is not None:
             gi = np.bincount(self.flat, weights=g.reshape(-1), minlength=size).astype(g.dtype, copy=False)
         else:
             gi = np.zeros(size, dtype=g.dtype)
@@ -602,7 +604,10 @@ def max_pool2d(
     out = wrap(np.ascontiguousarray(vals).reshape(lead + (Ho, Wo)), input._device)
     if needs_grad(input):
         node = MaxPool2DWithIndicesBackward0()
-        node.flat = (indices + (np.arange(B) * (H * W)).reshape(B, 1, 1)).reshape(-1)
+        inside = (rows >= 0) & (rows < H) & (colsi >= 0) & (colsi < W)
+        safe = np.where(inside, indices, 0) if not inside.all() else indices
+        node.valid = None if inside.all() else inside.reshape(lead + (Ho, Wo)).astype(xd.dtype)
+        node.flat = (safe + (np.arange(B) * (H * W)).reshape(B, 1, 1)).reshape(-1)
         node.in_shape = xd.shape
         node.overlap = sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1
         record(node, (input,), (out,))
