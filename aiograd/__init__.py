@@ -38,7 +38,9 @@ import aiograd.nn as nn  # noqa: E402
 import aiograd.optim as optim  # noqa: E402
 
 from .tensor import __all__ as _tensor_all
-from .ops import __dict__ as _ops_dict
+from . import ops as _ops_pkg
+
+_ops_dict = vars(_ops_pkg)
 
 __version__ = "0.1.0"
 

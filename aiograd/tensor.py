@@ -136,6 +136,20 @@ class Tensor:
         "__weakref__",
     )
 
+    _data: np.ndarray
+    _requires_grad: bool
+    grad_fn: "Node | None"
+    _output_nr: int
+    _grad: "Tensor | None"
+    _version_counter: _VersionCounter
+    _device: Device
+    _grad_accumulator: "weakref.ReferenceType[AccumulateGrad] | None"
+    _hooks: "dict[int, Any] | None"
+    _post_accumulate_hooks: "dict[int, Any] | None"
+    _retains_grad: bool
+    _base: "Tensor | None"
+    _name: "str | None"
+
     # Let numpy binary ops on (ndarray, Tensor) defer to the Tensor.
     __array_priority__ = 1000
 

@@ -128,23 +128,38 @@ class Node:
         "__weakref__",
     )
 
+    next_edges: "list[Edge | None]"
+    sequence_nr: int
+    topological_nr: int
+    _input_metadata: "list[InputMetadata]"
+    n_inputs: int
+    device: Device
+    _pre_hooks: "dict[int, Any] | None"
+    _tensor_pre_hooks: "dict[int, tuple[int, Any]] | None"
+    _retains_grad_hooks: "dict[int, Any] | None"
+    _post_hooks: "dict[int, Any] | None"
+    _metadata: "dict[str, Any] | None"
+    _forward_trace: "list[str] | None"
+    _hooked: bool
+    work: int
+
     _saves = False  # whether release_variables has anything to release
     _saved_fields: tuple[str, ...] = ()  # slots holding saved tensors, cleared by release_variables
     _runs_on_undefined = False  # whether apply runs when every incoming gradient is None
     _offloadable = True  # whether apply may run on a device thread (pure numpy rules)
 
     def __init__(self) -> None:
-        self.next_edges: list[Edge | None] = []
+        self.next_edges = []
         self.sequence_nr = next_sequence_nr()
         self.topological_nr = 0
         self.input_metadata = []
         self.device = CPU
-        self._pre_hooks: dict[int, Any] | None = None
-        self._tensor_pre_hooks: dict[int, tuple[int, Any]] | None = None
-        self._retains_grad_hooks: dict[int, Any] | None = None
-        self._post_hooks: dict[int, Any] | None = None
-        self._metadata: dict[str, Any] | None = None
-        self._forward_trace: list[str] | None = None
+        self._pre_hooks = None
+        self._tensor_pre_hooks = None
+        self._retains_grad_hooks = None
+        self._post_hooks = None
+        self._metadata = None
+        self._forward_trace = None
         self._hooked = False  # any hook at all: the hot loop checks this one flag
         self.work = 0  # size of the backward's work (elements, or flops): read by the offload policy
 
