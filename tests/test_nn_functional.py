@@ -537,3 +537,12 @@ def test_activations_are_exported():
 def test_torch_names_in_ag_namespace():
     for name in ("softmax", "log_softmax", "conv2d", "max_pool2d", "dropout", "embedding", "layer_norm"):
         assert callable(getattr(ag, name))
+
+
+def test_gelu_and_softplus_via_functional():
+    from math import erf, log1p, exp, sqrt
+
+    vals = [-2.0, -0.5, 0.0, 1.5]
+    x = ag.tensor(vals, dtype=ag.float64)
+    np.testing.assert_allclose(F.gelu(x).numpy(), [v * 0.5 * (1 + erf(v / sqrt(2))) for v in vals], rtol=1e-12)
+    np.testing.assert_allclose(F.softplus(x, beta=2.0).numpy(), [log1p(exp(2 * v)) / 2 for v in vals], rtol=1e-12)
