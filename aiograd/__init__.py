@@ -32,27 +32,21 @@ from .autograd.function import Function, once_differentiable
 from .autograd.checkpoint import checkpoint
 from . import functional
 from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
-from . import autograd
-# `import aiograd.nn`, not `from . import nn`: `from .ops import *` above binds the name nn to aiograd.ops.nn
-import aiograd.nn as nn  # noqa: E402
-import aiograd.optim as optim  # noqa: E402
-
+from . import autograd, nn, optim
 from .tensor import __all__ as _tensor_all
-from . import ops as _ops_pkg
-
-_ops_dict = vars(_ops_pkg)
+from .ops import __all__ as _ops_all
 
 __version__ = "0.1.0"
 
 __all__ = (
     list(_tensor_all)
-    + [n for n, v in _ops_dict.items() if not n.startswith("_") and callable(v) and not isinstance(v, type)]
+    + list(_ops_all)
     + [
         "Device", "device", "backward", "backward_sync", "grad", "grad_sync",
         "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
         "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "queue_callback",
         "set_time_slice", "get_time_slice", "set_offload", "get_offload", "devices", "Function", "once_differentiable", "autograd",
-        "checkpoint", "functional",
+        "checkpoint", "functional", "nn", "optim",
         "gradcheck", "gradgradcheck", "GradcheckError",
     ]
 )

@@ -4,6 +4,7 @@ Importing this package attaches every op to ``Tensor`` as a method as well.
 """
 
 from . import _common  # noqa: F401  (installs numpy dispatch on Tensor)
+from . import convert, elementwise, index, inplace, linalg, nn, reduce, shape
 from .convert import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
@@ -12,3 +13,9 @@ from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .index import *  # noqa: F401,F403
 from .inplace import *  # noqa: F401,F403
+
+# The ops themselves, not the family modules (so `from .ops import *` never
+# shadows a package such as aiograd.nn with aiograd.ops.nn).
+__all__ = sorted(
+    {name for mod in (convert, elementwise, linalg, nn, reduce, shape, index, inplace) for name in mod.__all__}
+)
