@@ -38,8 +38,10 @@ $(VENV)/.stamp-bench: pyproject.toml | $(PY)
 
 # Warnings are errors through filterwarnings = ["error"] in pyproject.toml (not -W error
 # on the command line: that would override the ini file's targeted ignores).
+# One BLAS thread per kernel in tests: aiograd's device executors already run kernels
+# in parallel, and BLAS threads on top oversubscribe a 2-core machine (slow, noisy).
 test: $(VENV)/.stamp-test
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
 typecheck: $(VENV)/.stamp-test
 	$(PY) -m mypy aiograd
