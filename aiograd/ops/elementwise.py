@@ -183,10 +183,12 @@ class AddBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         e = self.next_edges
-        ga = sum_to(g, self.a_shape) if e[0] is not None else None
-        gb = None
+        shape = g.shape
+        ga = gb = None
+        if e[0] is not None:
+            ga = g if shape == self.a_shape else sum_to(g, self.a_shape)
         if e[1] is not None:
-            gb = sum_to(g, self.b_shape)
+            gb = g if shape == self.b_shape else sum_to(g, self.b_shape)
             if self.alpha != 1:
                 gb = gb * self.alpha
         return ga, gb
@@ -245,10 +247,26 @@ class MulBackward0(Node):
         graph = g.__class__ is Tensor
         e = self.next_edges
         ga = gb = None
+        # _saved_value() inlined for the common case (a plain scalar, or an unmodified
+        # saved tensor in an ordinary pass): this rule runs once per node of a chain.
         if e[0] is not None:
-            ga = sum_to(g * _saved_value(self, self.b, graph), self.a_shape)
+            b = self.b
+            if b.__class__ is tuple:
+                b = b[0] if (not graph and b[1].value == b[2]) else unpack(self, b, graph)
+            elif b is None:
+                unpack(self, None, graph)
+            ga = g * b
+            if ga.shape != self.a_shape:
+                ga = sum_to(ga, self.a_shape)
         if e[1] is not None:
-            gb = sum_to(g * _saved_value(self, self.a, graph), self.b_shape)
+            a = self.a
+            if a.__class__ is tuple:
+                a = a[0] if (not graph and a[1].value == a[2]) else unpack(self, a, graph)
+            elif a is None:
+                unpack(self, None, graph)
+            gb = g * a
+            if gb.shape != self.b_shape:
+                gb = sum_to(gb, self.b_shape)
         return ga, gb
 
 
