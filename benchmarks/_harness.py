@@ -16,7 +16,7 @@ import statistics
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Awaitable, Callable, Coroutine, Iterable, Sequence
 
 MIN_REPEAT = 5
 
@@ -144,7 +144,7 @@ async def ameasure(
     return out
 
 
-def run_async(coro_fn: Callable[[], Awaitable[Any]], loop: str = "asyncio") -> Any:
+def run_async(coro_fn: Callable[[], Coroutine[Any, Any, Any]], loop: str = "asyncio") -> Any:
     """Run ``coro_fn()`` to completion on a fresh loop ("asyncio" or "uvloop")."""
     if loop == "uvloop":
         uvloop = optional_import("uvloop")
@@ -273,6 +273,14 @@ def print_targets(lines: Iterable[str]) -> None:
     """Print the project targets with the measured verdicts (informational, never asserted)."""
     for text in lines:
         print(f"   target: {text}")
+
+
+def target_line(label: str, value: float | None, op: str, limit: float, unit: str = "x") -> str:
+    """'label = value (op limit) met|MISSED|n/a', with enough digits that the verdict is visible."""
+    if value is None:
+        return f"{label} = - ({op} {limit}{unit}) n/a"
+    ok = value <= limit if op == "<=" else value >= limit
+    return f"{label} = {value:.3f}{unit} ({op} {limit}{unit}) {verdict(ok)}"
 
 
 def verdict(ok: bool | None) -> str:

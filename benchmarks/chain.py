@@ -44,9 +44,7 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
     for r in rows:
         if r["engine"] == "aiograd":
             ratio = r.get("ratio_vs", {}).get("HIPS autograd")
-            ok = None if ratio is None else ratio <= TARGET_RATIO
-            shown = "-" if ratio is None else f"{ratio:.2f}x"
-            out.append(f"(a) {r['case']}: aiograd/HIPS = {shown} (<= {TARGET_RATIO}x) {H.verdict(ok)}")
+            out.append(H.target_line(f"(a) {r['case']}: aiograd/HIPS", ratio, "<=", TARGET_RATIO))
     return out
 
 

@@ -13,7 +13,6 @@ Target (c): speedup >= 1.7.
 from __future__ import annotations
 
 import contextlib
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
@@ -179,8 +178,6 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         if r["engine"] == "aiograd, cpu:0 + cpu:1":
-            s = r.get("speedup")
-            shown = "-" if s is None else f"{s:.2f}x"
-            out.append(f"(c) {r['case']}: 2-device speedup = {shown} (>= {TARGET_SPEEDUP}) "
-                       f"{H.verdict(None if s is None else s >= TARGET_SPEEDUP)}")
+            out.append(H.target_line(f"(c) {r['case']}: 2-device speedup", r.get("speedup"), ">=",
+                                     TARGET_SPEEDUP))
     return out

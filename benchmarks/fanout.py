@@ -29,6 +29,5 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
     ratio = H.value_of(rows, case, "aiograd")
     hips = H.value_of(rows, case, "HIPS autograd")
     r = ratio / hips if ratio is not None and hips else None
-    H.print_targets([f"(a) fanout: aiograd/HIPS = {'-' if r is None else f'{r:.2f}x'} (<= {TARGET_RATIO}x) "
-                     f"{H.verdict(None if r is None else r <= TARGET_RATIO)}"])
+    H.print_targets([H.target_line("(a) fanout: aiograd/HIPS", r, "<=", TARGET_RATIO)])
     return rows

@@ -12,6 +12,7 @@ called on the loop thread. Target (b): aiograd p99 lag <= 2 ms.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import time
 from typing import Any, Awaitable, Callable
@@ -85,7 +86,7 @@ async def lag_runs(setup: Callable[[], Any], backward: Callable[[Any], Awaitable
     times: list[float] = []
     for i in range(1 + max(H.MIN_REPEAT, repeat)):
         state = setup()
-        run_lags, t = await lag_run(lambda: backward(state))
+        run_lags, t = await lag_run(functools.partial(backward, state))
         del state
         if i:
             lags += run_lags
@@ -183,6 +184,8 @@ def measure_engine(loop: str, engine: str, factory: Callable[[], tuple[Callable,
         return H.missing(BENCH, loop, engine, UNIT, (exc.name or str(exc)).split(".")[0], exc)
     except Exception as exc:
         return H.failed(BENCH, loop, engine, UNIT, exc)
+    finally:
+        _restore_offload()  # a forced policy must not leak into the next row
     return _lag_row(loop, engine, lags, times)
 
 
@@ -208,7 +211,6 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
             continue
         for engine, factory in _engines(x, ws, kms / 1e3):
             rows.append(measure_engine(loop, engine, factory, repeat))
-    _restore_offload()
     for r in rows:
         r["kernel_ms"] = kms
     H.print_table(f"loop_lag: 1 ms ticker during backward of {nodes} matmul nodes {size}x{size} "
@@ -219,6 +221,7 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
 
 
 def _restore_offload() -> None:
+    """Put aiograd's offload policy back to its documented default, "auto"."""
     ag = H.import_aiograd()
     if ag is not None and hasattr(ag, "set_offload"):
         ag.set_offload("auto")  # the documented default
@@ -228,8 +231,5 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for r in rows:
         if r["engine"] == "aiograd (offload auto)":
-            v = r["value"]
-            shown = "-" if v is None else f"{v:.2f} ms"
-            out.append(f"(b) {r['case']}: aiograd p99 lag = {shown} (<= {TARGET_P99_MS} ms) "
-                       f"{H.verdict(None if v is None else v <= TARGET_P99_MS)}")
+            out.append(H.target_line(f"(b) {r['case']}: aiograd p99 lag", r["value"], "<=", TARGET_P99_MS, " ms"))
     return out

@@ -192,7 +192,7 @@ def aiograd_engine(x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable, Ca
         opt.zero_grad()
         loss = F.cross_entropy(model(tx), ty)
         await loss.backward()
-        await _maybe_await(opt.step())
+        opt.step()
 
     def setup_backward() -> Any:
         opt.zero_grad()
@@ -202,11 +202,6 @@ def aiograd_engine(x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable, Ca
         await loss.backward()
 
     return step, setup_backward, backward
-
-
-async def _maybe_await(value: Any) -> Any:
-    """Await ``value`` if the API returned an awaitable (DESIGN.md leaves optim.step's kind open)."""
-    return await value if inspect.isawaitable(value) else value
 
 
 ENGINES: list[tuple[str, str, Callable]] = [  # torch's default thread pool last: it can slow BLAS after it
@@ -357,6 +352,5 @@ def _targets(rows: list[dict[str, Any]], suffix: str) -> list[str]:
         a = H.value_of(rows, f"{key} {suffix}", "aiograd")
         f = H.value_of(rows, f"{key} {suffix}", FLOOR)
         r = a / f if a is not None and f else None
-        out.append(f"(e) mlp {label}: aiograd/numpy floor = {'-' if r is None else f'{r:.2f}x'} "
-                   f"(<= {limit}x) {H.verdict(None if r is None else r <= limit)}")
+        out.append(H.target_line(f"(e) mlp {label}: aiograd/numpy floor", r, "<=", limit))
     return out
