@@ -104,14 +104,20 @@ def queue_callback(callback: Callable[[], Any]) -> None:
 
 
 def _sole_owner(a: Any, refs: int) -> bool:
-    """Whether ``a`` is a writeable array that owns its data and that nothing but the
-    engine's ``refs`` references point to (torch's use_count test, NOTE [Aliasing])."""
-    return (
-        a.__class__ is np.ndarray
-        and a.base is None
-        and a.flags.writeable
-        and getrefcount(a) <= refs + 1  # +1: getrefcount's own argument
-    )
+    """Whether only the engine's ``refs`` references reach ``a``'s memory, so the engine
+    may keep it or add into it in place (torch's use_count test, NOTE [Aliasing]).
+
+    A view qualifies when its base is an array that nothing but this view holds: the
+    fresh result that a rule reshaped or transposed (e.g. a weight's gradient that
+    PermuteBackward0 hands out as a transposed view).
+    """
+    if a.__class__ is not np.ndarray or not a.flags.writeable or getrefcount(a) > refs + 1:
+        return False  # +1 above: getrefcount's own argument
+    base = a.base
+    if base is None:
+        return True
+    # base is referenced by the view, by the local name and by getrefcount's argument.
+    return base.__class__ is np.ndarray and base.base is None and getrefcount(base) <= 3
 
 
 class InputBuffer:

@@ -304,7 +304,7 @@ def accumulate_into_grad(variable: "Tensor", g: Any, owned: bool) -> None:
             variable._grad = old + g  # type: ignore[operator]
         return
     if old is None:
-        if owned and g.__class__ is np.ndarray and g.flags.writeable:
+        if owned:
             arr = g
         else:
             arr = np.array(g, dtype=variable._data.dtype, copy=True)
