@@ -625,7 +625,6 @@ class Engine:
         countdown = _CHECK_EVERY
         nxt: Node | None = None
         nxt_grads: list[Any] = grads
-        nxt_key = 0
         outputs: Any = None
 
         while True:
@@ -685,20 +684,19 @@ class Engine:
                             if info is None or not (info[0] or info[1] is not None):
                                 continue
                         entry = table.get(nn)
-                        if entry.__class__ is int:
-                            if entry == 1:
-                                k = nn.n_inputs
-                                if k == 1:
-                                    ready = [g]
-                                else:
-                                    ready = [None] * k
-                                    ready[nr] = g
+                        if entry == 1:  # the only edge into nn: ready now, no buffer
+                            k = nn.n_inputs
+                            if k == 1:
+                                ready = [g]
                             else:
-                                buf = InputBuffer(nn.n_inputs, entry - 1)
-                                buf.grads[nr] = g
-                                table[nn] = buf
-                                gt.pending_buffers += 1
-                                continue
+                                ready = [None] * k
+                                ready[nr] = g
+                        elif entry.__class__ is int:
+                            buf = InputBuffer(nn.n_inputs, entry - 1)
+                            buf.grads[nr] = g
+                            table[nn] = buf
+                            gt.pending_buffers += 1
+                            continue
                         elif entry is None:
                             raise RuntimeError(f"dependency not found for {nn.name()}")
                         else:
@@ -713,7 +711,6 @@ class Engine:
                         if nxt is None:
                             nxt = nn
                             nxt_grads = ready
-                            nxt_key = -nn.sequence_nr
                         else:
                             heappush(heap, (-nn.sequence_nr, tiebreak(), nn, ready))
                     outputs = None
@@ -733,9 +730,9 @@ class Engine:
                     raise err
                 offload_policy.observe(node, secs)
             elif nxt is not None:
-                if heap and heap[0][0] < nxt_key:
+                if heap and heap[0][0] < -nxt.sequence_nr:
                     _, _, node, grads = heappop(heap)
-                    heappush(heap, (nxt_key, tiebreak(), nxt, nxt_grads))
+                    heappush(heap, (-nxt.sequence_nr, tiebreak(), nxt, nxt_grads))
                 else:
                     node = nxt
                     grads = nxt_grads
