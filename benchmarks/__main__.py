@@ -92,10 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     with blas_limit(args.blas_threads):
         for name in names:
-            t0 = time.perf_counter()
+            t0, load0 = time.perf_counter(), _loadavg()
             module = importlib.import_module(f"benchmarks.{name}")
             results["results"][name] = module.run(repeat=args.repeat, quick=args.quick)
-            print(f"   ({name}: {time.perf_counter() - t0:.1f} s)")
+            load1 = _loadavg()
+            results.setdefault("loadavg", {})[name] = [load0, load1]
+            print(f"   ({name}: {time.perf_counter() - t0:.1f} s, 1-min load average {load0} -> {load1})")
     print(f"\ntotal: {time.perf_counter() - t_all:.1f} s")
     if args.save:
         print(f"saved {save(results)}")

@@ -11,8 +11,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
+import json
 import math
+import os
 import statistics
+import subprocess
+import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -70,9 +74,36 @@ def import_torch_1thread() -> Any | None:
     return import_torch(1)
 
 
-def torch_default_threads() -> int:
-    """torch's default intra-op thread count in this process (0 if torch is absent)."""
-    return _TORCH_DEFAULT_THREADS[0] if import_torch(None) is not None else 0
+def run_isolated(target: str, *args: Any, timeout: float = 300) -> Any:
+    """Call ``module:function(*args)`` in a fresh interpreter and return its JSON result.
+
+    Used for torch with its default thread pool: once libgomp's threads exist in a
+    process, numpy's OpenBLAS threads can run tens of times slower beside them on a
+    2-core machine, which would poison every numpy-based row measured afterwards.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    code = ("import json, sys; from importlib import import_module; m, f = sys.argv[1].split(':'); "
+            "r = getattr(import_module(m), f)(*json.loads(sys.argv[2])); print('\\x1e' + json.dumps(r))")
+    proc = subprocess.run([sys.executable, "-c", code, target, json.dumps(args)], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    if proc.returncode != 0 or "\x1e" not in proc.stdout:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"isolated run of {target} failed: {last}")
+    return json.loads(proc.stdout.rsplit("\x1e", 1)[1])
+
+
+def isolated_row(bench: str, case: str, engine: str, unit: str, module: str, target: str, *args: Any,
+                 value: Callable[[Timing], float] = lambda t: t.median * 1e3) -> dict[str, Any]:
+    """Row from ``target(*args)`` -> list of sample seconds, run in its own process."""
+    if optional_import(module) is None:
+        return missing(bench, case, engine, unit, module)
+    try:
+        t = Timing(list(run_isolated(target, *args)))
+    except Exception as exc:
+        return failed(bench, case, engine, unit, exc)
+    return row(bench, case, engine, value(t), unit, "own process", median_ms=t.median * 1e3,
+               spread=round(t.spread, 3))
 
 
 # ---------------------------------------------------------------- timing
@@ -144,21 +175,145 @@ async def ameasure(
     return out
 
 
-def run_async(coro_fn: Callable[[], Coroutine[Any, Any, Any]], loop: str = "asyncio") -> Any:
-    """Run ``coro_fn()`` to completion on a fresh loop ("asyncio" or "uvloop")."""
+# ---------------------------------------------------------------- interleaved sampling
+# On a shared machine, load comes in bursts; timing engine A's runs, then engine B's,
+# lets one burst bias a ratio. interleaved() takes one sample of every engine per round.
+
+
+class Sampler:
+    """One timed run per call: ``setup()`` untimed, gc.collect(), then ``timed(state)`` timed."""
+
+    def __init__(self, timed: Callable[[Any], Any], setup: Callable[[], Any] | None = None,
+                 on_close: Callable[[], Any] | None = None) -> None:
+        self.timed, self.setup, self.on_close = timed, setup, on_close
+
+    def __call__(self) -> float:
+        """Seconds taken by one timed run."""
+        state = self.setup() if self.setup is not None else None
+        gc.collect()
+        t0 = time.perf_counter()
+        self.timed(state)
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        """Release resources (runs ``on_close`` if given)."""
+        if self.on_close is not None:
+            self.on_close()
+
+
+class AsyncSampler(Sampler):
+    """Like :class:`Sampler` for ``async`` timed functions, on one event loop kept for all runs.
+
+    ``loop`` is "asyncio"/"uvloop" (a loop owned and closed by the sampler) or a loop
+    object shared with other samplers (closed by its creator).
+    """
+
+    def __init__(self, timed: Callable[[Any], Awaitable[Any]], setup: Callable[[], Any] | None = None,
+                 loop: str | asyncio.AbstractEventLoop = "asyncio") -> None:
+        super().__init__(timed, setup)
+        self.owns_loop = isinstance(loop, str)
+        self.loop = new_loop(loop) if isinstance(loop, str) else loop
+
+    def __call__(self) -> float:
+        """Seconds taken by one awaited run."""
+        return self.loop.run_until_complete(self._once())
+
+    async def _once(self) -> float:
+        state = self.setup() if self.setup is not None else None
+        gc.collect()
+        t0 = time.perf_counter()
+        await self.timed(state)
+        return time.perf_counter() - t0
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run another coroutine on this sampler's loop (e.g. a correctness check)."""
+        return self.loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        """Close the event loop if this sampler owns it."""
+        if self.owns_loop and not self.loop.is_closed():
+            close_loop(self.loop)
+
+
+@dataclass
+class Failure:
+    """An engine that raised while being sampled."""
+
+    exc: BaseException
+    traceback: str
+
+
+def interleaved(samplers: dict[str, Sampler], repeat: int = MIN_REPEAT,
+                warmup: int = 1) -> dict[str, Timing | Failure]:
+    """Round-robin sampling: each round times every engine once; first ``warmup`` rounds dropped."""
+    out: dict[str, Timing | Failure] = {name: Timing() for name in samplers}
+    live = dict(samplers)
+    try:
+        for i in range(warmup + _repeat(repeat)):
+            for name, sampler in list(live.items()):
+                try:
+                    elapsed = sampler()
+                except Exception as exc:  # reported as that engine's row, the others go on
+                    out[name] = Failure(exc, traceback.format_exc(limit=6))
+                    del live[name]
+                    continue
+                if i >= warmup:
+                    out[name].samples.append(elapsed)  # type: ignore[union-attr]
+    finally:
+        for sampler in samplers.values():
+            sampler.close()
+    return out
+
+
+def sampled_rows(bench: str, case: str, unit: str, engines: Sequence[tuple[str, str, Callable[[], Sampler]]],
+                 repeat: int, value: Callable[[Timing], float] = lambda t: t.median * 1e3) -> list[dict[str, Any]]:
+    """Build each engine's sampler, sample them round-robin, return one row per engine (in order).
+
+    A missing package or a failing factory/sample becomes that engine's row; ``value``
+    turns a Timing into the reported number (default: median in ms).
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    samplers: dict[str, Sampler] = {}
+    for name, module, factory in engines:
+        try:
+            samplers[name] = factory()
+        except ModuleNotFoundError as exc:
+            rows[name] = missing(bench, case, name, unit, module, exc)
+        except Exception as exc:
+            rows[name] = failed(bench, case, name, unit, exc)
+    for name, result in interleaved(samplers, repeat).items():
+        if isinstance(result, Failure):
+            rows[name] = failure_row(bench, case, name, unit, result)
+        else:
+            rows[name] = row(bench, case, name, value(result), unit, median_ms=result.median * 1e3,
+                             spread=round(result.spread, 3))
+    return [rows[name] for name, _, _ in engines]
+
+
+def new_loop(loop: str = "asyncio") -> asyncio.AbstractEventLoop:
+    """A new event loop: asyncio's default or uvloop's."""
     if loop == "uvloop":
         uvloop = optional_import("uvloop")
         if uvloop is None:
             raise ImportError("uvloop is not installed")
-        if hasattr(asyncio, "Runner"):  # Python >= 3.11
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                return runner.run(coro_fn())
-        loop_obj = uvloop.new_event_loop()
-        try:
-            return loop_obj.run_until_complete(coro_fn())
-        finally:
-            loop_obj.close()
-    return asyncio.run(coro_fn())
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+def close_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Shut down async generators and the default executor, then close ``loop``."""
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.run_until_complete(loop.shutdown_default_executor())
+    loop.close()
+
+
+def run_async(coro_fn: Callable[[], Coroutine[Any, Any, Any]], loop: str = "asyncio") -> Any:
+    """Run ``coro_fn()`` to completion on a fresh loop ("asyncio" or "uvloop")."""
+    loop_obj = new_loop(loop)
+    try:
+        return loop_obj.run_until_complete(coro_fn())
+    finally:
+        close_loop(loop_obj)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -198,6 +353,12 @@ def failed(bench: str, case: str, engine: str, unit: str, exc: BaseException) ->
     """Row for an engine that raised: the error is reported, never hidden."""
     return row(bench, case, engine, None, unit, f"error: {type(exc).__name__}: {_short(str(exc))}",
                traceback=traceback.format_exc(limit=6))
+
+
+def failure_row(bench: str, case: str, engine: str, unit: str, f: Failure) -> dict[str, Any]:
+    """Row for an engine that raised inside :func:`interleaved`."""
+    return row(bench, case, engine, None, unit, f"error: {type(f.exc).__name__}: {_short(str(f.exc))}",
+               traceback=f.traceback)
 
 
 def guarded(bench: str, case: str, engine: str, unit: str, fn: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:

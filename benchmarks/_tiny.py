@@ -61,11 +61,13 @@ def _x0() -> np.ndarray:
     return np.full(SHAPE, 0.5, dtype=np.float64)
 
 
-# ---------------------------------------------------------------- per-engine timing
+# ---------------------------------------------------------------- per-engine samplers
+# Each engine factory returns (sampler, grad): the sampler times one backward per
+# call; grad() runs one more pass and returns d(sum)/dx, for the cross-check.
 
 
-def time_aiograd(build: Builder, repeat: int) -> tuple[H.Timing, np.ndarray]:
-    """Median-able timings of ``await loss.backward()`` and the gradient of x."""
+def aiograd_engine(build: Builder) -> tuple[H.Sampler, Callable[[], np.ndarray]]:
+    """Timed: ``await loss.backward()`` (graph and sum built untimed), on one event loop."""
     ag = H.import_aiograd()
     if ag is None:
         raise ModuleNotFoundError("aiograd")
@@ -78,17 +80,18 @@ def time_aiograd(build: Builder, repeat: int) -> tuple[H.Timing, np.ndarray]:
     async def timed(state: tuple[Any, Any]) -> None:
         await state[1].backward()
 
-    async def main() -> tuple[H.Timing, np.ndarray]:
-        timing = await H.ameasure(timed, setup, repeat)
+    sampler = H.AsyncSampler(timed, setup)
+
+    def grad() -> np.ndarray:
         x, loss = setup()
-        await loss.backward()
-        return timing, np.asarray(x.grad.numpy())
+        H.run_async(lambda: loss.backward())
+        return np.asarray(x.grad.numpy())
 
-    return H.run_async(main)
+    return sampler, grad
 
 
-def time_hips(build: Builder, repeat: int) -> tuple[H.Timing, np.ndarray]:
-    """Timings of the vjp call of ``make_vjp(f)`` (tracing untimed) and the gradient."""
+def hips_engine(build: Builder) -> tuple[H.Sampler, Callable[[], np.ndarray]]:
+    """Timed: the vjp call of ``make_vjp(f)`` (tracing untimed)."""
     autograd = H.optional_import("autograd")
     anp = H.optional_import("autograd.numpy")
     if autograd is None or anp is None:
@@ -99,72 +102,73 @@ def time_hips(build: Builder, repeat: int) -> tuple[H.Timing, np.ndarray]:
         return anp.sum(build(x, ops))
 
     def setup() -> Any:
-        vjp, _ = autograd.make_vjp(f)(_x0())
-        return vjp
+        return autograd.make_vjp(f)(_x0())[0]
 
-    timing = H.measure(lambda vjp: vjp(1.0), setup, repeat)
-    return timing, np.asarray(setup()(1.0))
+    return H.Sampler(lambda vjp: vjp(1.0), setup), (lambda: np.asarray(setup()(1.0)))
 
 
-def time_torch(build: Builder, repeat: int) -> tuple[H.Timing, np.ndarray]:
-    """Timings of ``loss.backward()`` on one thread (graph built untimed) and the gradient."""
+def torch_engine(build: Builder) -> tuple[H.Sampler, Callable[[], np.ndarray]]:
+    """Timed: ``loss.backward()`` on one thread (graph built untimed)."""
     torch = H.import_torch_1thread()
     if torch is None:
         raise ModuleNotFoundError("torch")
     ops = SimpleNamespace(sin=torch.sin)
 
     def setup() -> tuple[Any, Any]:
+        H.import_torch(1)
         x = torch.tensor(_x0(), requires_grad=True)
         return x, build(x, ops).sum()
 
-    timing = H.measure(lambda st: st[1].backward(), setup, repeat)
-    x, loss = setup()
-    loss.backward()
-    return timing, x.grad.numpy().copy()
+    def grad() -> np.ndarray:
+        x, loss = setup()
+        loss.backward()
+        return x.grad.numpy().copy()
+
+    return H.Sampler(lambda st: st[1].backward(), setup), grad
 
 
-_TIMERS = {
-    "aiograd": (time_aiograd, "aiograd"),
-    "HIPS autograd": (time_hips, "autograd"),
-    "torch (1 thread)": (time_torch, "torch"),
+_ENGINES = {
+    "aiograd": (aiograd_engine, "aiograd"),
+    "HIPS autograd": (hips_engine, "autograd"),
+    "torch (1 thread)": (torch_engine, "torch"),
 }
 
 
-def _available(module: str) -> bool:
-    if module == "aiograd":
-        return H.import_aiograd() is not None
-    return H.optional_import(module) is not None
-
-
 def measure_case(bench: str, case: str, build: Builder, nodes: int, repeat: int) -> list[dict[str, Any]]:
-    """Rows (µs/node, one per engine) for one graph; gradients cross-checked against a peer."""
-    rows: list[dict[str, Any]] = []
-    grads: dict[str, np.ndarray] = {}
+    """Rows (µs/node, one per engine, sampled round-robin); gradients cross-checked against a peer."""
+    rows: dict[str, dict[str, Any]] = {}
+    samplers: dict[str, H.Sampler] = {}
+    grads: dict[str, Callable[[], np.ndarray]] = {}
     for engine in ENGINES:
-        timer, module = _TIMERS[engine]
-        if not _available(module):
-            rows.append(H.missing(bench, case, engine, UNIT, module))
-            continue
+        factory, module = _ENGINES[engine]
         try:
-            timing, grad = timer(build, repeat)
+            samplers[engine], grads[engine] = factory(build)
+        except ModuleNotFoundError as exc:
+            rows[engine] = H.missing(bench, case, engine, UNIT, module, exc)
         except Exception as exc:
-            rows.append(H.failed(bench, case, engine, UNIT, exc))
-            continue
-        grads[engine] = grad
-        rows.append(H.row(bench, case, engine, timing.median / nodes * 1e6, UNIT,
-                          nodes=nodes, median_ms=timing.median * 1e3, spread=round(timing.spread, 3)))
-    _check_grads(rows, grads)
-    return rows
+            rows[engine] = H.failed(bench, case, engine, UNIT, exc)
+    for engine, result in H.interleaved(samplers, repeat).items():
+        if isinstance(result, H.Failure):
+            rows[engine] = H.failure_row(bench, case, engine, UNIT, result)
+        else:
+            rows[engine] = H.row(bench, case, engine, result.median / nodes * 1e6, UNIT, nodes=nodes,
+                                 median_ms=result.median * 1e3, spread=round(result.spread, 3))
+    out = [rows[e] for e in ENGINES]
+    _check_grads(out, grads)
+    return out
 
 
-def _check_grads(rows: list[dict[str, Any]], grads: dict[str, np.ndarray]) -> None:
+def _check_grads(rows: list[dict[str, Any]], grads: dict[str, Callable[[], np.ndarray]]) -> None:
     """Note (never hide) an aiograd gradient that disagrees with a peer's."""
-    ref = grads.get("HIPS autograd", grads.get("torch (1 thread)"))
-    got = grads.get("aiograd")
-    if ref is None or got is None:
+    row = next(r for r in rows if r["engine"] == "aiograd")
+    peer = next((e for e in ("HIPS autograd", "torch (1 thread)") if e in grads), None)
+    if row["value"] is None or "aiograd" not in grads or peer is None:
+        return
+    try:
+        got, ref = grads["aiograd"](), grads[peer]()
+    except Exception as exc:
+        row["note"] = f"gradient check failed: {type(exc).__name__}: {exc}"
         return
     if got.shape != ref.shape or not np.allclose(got, ref, rtol=1e-6, atol=1e-9):
-        for r in rows:
-            if r["engine"] == "aiograd":
-                r["note"] = (r["note"] + " GRADIENT MISMATCH vs peer").strip()
-                r["grad_mismatch"] = {"aiograd": got.tolist(), "peer": ref.tolist()}
+        row["note"] = (row["note"] + f" GRADIENT MISMATCH vs {peer}").strip()
+        row["grad_mismatch"] = {"aiograd": got.tolist(), "peer": ref.tolist()}

@@ -45,9 +45,9 @@ async def aiograd_pass(x: Any, params: list[Any]) -> None:
     await loss.backward()
 
 
-def time_aiograd(xs_np: list[np.ndarray], params_np: list[np.ndarray], concurrent: bool,
-                 repeat: int) -> H.Timing:
-    """Time all passes, gathered or one after another, on one event loop."""
+def aiograd_sampler(xs_np: list[np.ndarray], params_np: list[np.ndarray], concurrent: bool,
+                    loop: Any) -> H.Sampler:
+    """All passes, gathered or one after another, on the shared event loop ``loop``."""
     ag = H.import_aiograd()
     if ag is None:
         raise ModuleNotFoundError("aiograd")
@@ -65,7 +65,7 @@ def time_aiograd(xs_np: list[np.ndarray], params_np: list[np.ndarray], concurren
             for x in xs:
                 await aiograd_pass(x, params)
 
-    return H.run_async(lambda: H.ameasure(timed, setup, repeat))
+    return H.AsyncSampler(timed, setup, loop=loop)
 
 
 def check_aiograd(xs_np: list[np.ndarray], params_np: list[np.ndarray]) -> str:
@@ -96,7 +96,7 @@ def check_aiograd(xs_np: list[np.ndarray], params_np: list[np.ndarray]) -> str:
 # ---------------------------------------------------------------- peers (sequential)
 
 
-def time_torch(xs_np: list[np.ndarray], params_np: list[np.ndarray], repeat: int) -> H.Timing:
+def torch_sampler(xs_np: list[np.ndarray], params_np: list[np.ndarray]) -> H.Sampler:
     """torch (1 thread): the same passes sequentially."""
     torch = H.import_torch_1thread()
     if torch is None:
@@ -104,14 +104,15 @@ def time_torch(xs_np: list[np.ndarray], params_np: list[np.ndarray], repeat: int
     w1, b1, w2, b2 = [torch.tensor(p, requires_grad=True) for p in params_np]
 
     def timed(xs: list[Any]) -> None:
+        H.import_torch(1)
         for x in xs:
             out = torch.tanh(x @ w1 + b1) @ w2 + b2
             (out * out).mean().backward()
 
-    return H.measure(timed, lambda: [torch.tensor(x, requires_grad=True) for x in xs_np], repeat)
+    return H.Sampler(timed, lambda: [torch.tensor(x, requires_grad=True) for x in xs_np])
 
 
-def time_hips(xs_np: list[np.ndarray], params_np: list[np.ndarray], repeat: int) -> H.Timing:
+def hips_sampler(xs_np: list[np.ndarray], params_np: list[np.ndarray]) -> H.Sampler:
     """HIPS autograd: grad w.r.t. (x, params) of each pass, sequentially."""
     autograd = H.optional_import("autograd")
     anp = H.optional_import("autograd.numpy")
@@ -129,7 +130,7 @@ def time_hips(xs_np: list[np.ndarray], params_np: list[np.ndarray], repeat: int)
         for x in xs_np:
             grad([x, *params_np])
 
-    return H.measure(timed, None, repeat)
+    return H.Sampler(timed)
 
 
 # ---------------------------------------------------------------- driver
@@ -140,24 +141,18 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
     passes = QUICK_PASSES if quick else PASSES
     xs, params = make_data(passes)
     case = f"{passes} passes"
-    cases = [
-        ("aiograd, sequential (await each)", "aiograd", lambda: time_aiograd(xs, params, False, repeat)),
-        ("aiograd, concurrent (gather)", "aiograd", lambda: time_aiograd(xs, params, True, repeat)),
-        ("torch (1 thread), sequential", "torch", lambda: time_torch(xs, params, repeat)),
-        ("HIPS autograd, sequential", "autograd", lambda: time_hips(xs, params, repeat)),
-    ]
-    rows = []
-    for engine, module, fn in cases:
-        try:
-            t = fn()
-            rows.append(H.row(BENCH, case, engine, passes / t.median, UNIT,
-                              total_ms=t.median * 1e3, spread=round(t.spread, 3)))
-        except ModuleNotFoundError as exc:
-            rows.append(H.missing(BENCH, case, engine, UNIT, module, exc))
-        except Exception as exc:
-            rows.append(H.failed(BENCH, case, engine, UNIT, exc))
+    loop = H.new_loop()
+    try:
+        rows = H.sampled_rows(BENCH, case, UNIT, [
+            ("aiograd, sequential (await each)", "aiograd", lambda: aiograd_sampler(xs, params, False, loop)),
+            ("aiograd, concurrent (gather)", "aiograd", lambda: aiograd_sampler(xs, params, True, loop)),
+            ("torch (1 thread), sequential", "torch", lambda: torch_sampler(xs, params)),
+            ("HIPS autograd, sequential", "autograd", lambda: hips_sampler(xs, params)),
+        ], repeat, value=lambda t: passes / t.median)
+    finally:
+        H.close_loop(loop)
     H.print_table(f"concurrency: {passes} small backward passes (forward included)", rows,
-                  baselines=("aiograd, sequential (await each)",), extra_cols=("total_ms",))
+                  baselines=("aiograd, sequential (await each)",), extra_cols=("median_ms", "spread"))
     check = check_aiograd(xs, params)
     print(f"   aiograd correctness: {check}")
     rows.append(H.row(BENCH, "check", "aiograd", None, "", check))

@@ -9,6 +9,7 @@ is forward + backward; aiograd's gradients are checked against the floor's.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any, Callable
 
@@ -119,24 +120,35 @@ def aiograd_engine(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> Callable[[], 
     return step
 
 
-ENGINES: list[tuple[str, str, Callable]] = [  # torch's default thread pool last
+ENGINES: list[tuple[str, str, Callable]] = [  # sampled round-robin in this process
     (FLOOR, "numpy", numpy_engine),
     ("aiograd", "aiograd", aiograd_engine),
     ("HIPS autograd", "autograd", hips_engine),
     ("torch (1 thread)", "torch", lambda x, w, b: torch_engine(x, w, b, 1)),
-    ("torch (default threads)", "torch", lambda x, w, b: torch_engine(x, w, b, None)),
 ]
+TORCH_DEFAULT = "torch (default threads)"  # measured in its own process (see H.run_isolated)
+
+
+def torch_default_samples(n: int, repeat: int) -> list[float]:
+    """Samples (s) of torch conv2d forward+backward with default threads, for H.run_isolated."""
+    step = torch_engine(*make_data(n), None)
+    return H.measure(lambda _: step(), None, repeat).samples
 
 
 # ---------------------------------------------------------------- driver
 
 
-def _time(step: Callable[[], Any], repeat: int) -> H.Timing:
+def sampler(step: Callable[[], Any], loop: Any) -> H.Sampler:
+    """A sampler timing ``step()`` (awaited on ``loop`` when it is a coroutine function)."""
     if inspect.iscoroutinefunction(step):
         async def timed(_: Any) -> None:
             await step()
-        return H.run_async(lambda: H.ameasure(timed, None, repeat))
-    return H.measure(lambda _: step(), None, repeat)
+        return H.AsyncSampler(timed, loop=loop)
+    return H.Sampler(lambda _: step())
+
+
+def _engine_sampler(factory: Callable, x: np.ndarray, w: np.ndarray, b: np.ndarray, loop: Any) -> H.Sampler:
+    return sampler(factory(x, w, b), loop)
 
 
 def check_aiograd(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> str:
@@ -158,16 +170,15 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
     n = QUICK_N if quick else N
     x, w, b = make_data(n)
     case = f"{n}x{C}x{HW}x{HW} * {F}x{C}x{K}x{K}"
-    rows = []
-    for name, module, factory in ENGINES:
-        try:
-            t = _time(factory(x, w, b), repeat)
-            rows.append(H.row(BENCH, case, name, t.median * 1e3, UNIT, spread=round(t.spread, 3)))
-        except ModuleNotFoundError as exc:
-            rows.append(H.missing(BENCH, case, name, UNIT, module, exc))
-        except Exception as exc:
-            rows.append(H.failed(BENCH, case, name, UNIT, exc))
-    H.import_torch(None)
+    loop = H.new_loop()
+    try:
+        rows = H.sampled_rows(BENCH, case, UNIT, [
+            (name, module, functools.partial(_engine_sampler, factory, x, w, b, loop))
+            for name, module, factory in ENGINES], repeat)
+    finally:
+        H.close_loop(loop)
+    rows.append(H.isolated_row(BENCH, case, TORCH_DEFAULT, UNIT, "torch", "benchmarks.conv:torch_default_samples",
+                               n, repeat))
     H.print_table("conv2d forward + backward (padding 1, float32)", rows,
                   baselines=(FLOOR, "torch (1 thread)"), extra_cols=("spread",))
     check = check_aiograd(x, w, b)

@@ -67,8 +67,8 @@ def _aiograd_setup(ag: Any, branches: list[list[np.ndarray]], devs: tuple[Any, A
     return sums[0] + sums[1]
 
 
-def time_aiograd(branches: list[list[np.ndarray]], split: bool, repeat: int) -> H.Timing:
-    """Backward time with branch A on cpu:1 (split) or on cpu:0."""
+def aiograd_sampler(branches: list[list[np.ndarray]], split: bool, loop: Any) -> H.Sampler:
+    """Backward with branch A on cpu:1 (split) or on cpu:0, awaited on ``loop``."""
     ag = H.import_aiograd()
     if ag is None:
         raise ModuleNotFoundError("aiograd")
@@ -77,7 +77,7 @@ def time_aiograd(branches: list[list[np.ndarray]], split: bool, repeat: int) -> 
     async def timed(loss: Any) -> None:
         await loss.backward()
 
-    return H.run_async(lambda: H.ameasure(timed, lambda: _aiograd_setup(ag, branches, devs), repeat))
+    return H.AsyncSampler(timed, lambda: _aiograd_setup(ag, branches, devs), loop=loop)
 
 
 # ---------------------------------------------------------------- numpy reference
@@ -100,7 +100,7 @@ def _numpy_branch_backward(saved: tuple[list[np.ndarray], list[np.ndarray]]) -> 
         g = g @ w.T
 
 
-def _numpy_timing(branches: list[list[np.ndarray]], parallel: bool, repeat: int) -> H.Timing:
+def numpy_sampler(branches: list[list[np.ndarray]], parallel: bool) -> H.Sampler:
     """Wall time of both branches' backward kernels (forward untimed), serial or on two threads."""
     saved = [_forward_activations(arrays) for arrays in branches]
     pool = ThreadPoolExecutor(max_workers=2) if parallel else None
@@ -112,41 +112,28 @@ def _numpy_timing(branches: list[list[np.ndarray]], parallel: bool, repeat: int)
         else:
             list(pool.map(_numpy_branch_backward, saved))
 
-    try:
-        return H.measure(timed, None, repeat)
-    finally:
-        if pool is not None:
-            pool.shutdown()
+    return H.Sampler(timed, on_close=pool.shutdown if pool is not None else None)
 
 
 # ---------------------------------------------------------------- driver
 
 
 def _measure_config(label: str, branches: list[list[np.ndarray]], repeat: int) -> list[dict[str, Any]]:
-    rows = []
-    for engine, fn in (
-        ("numpy kernels, serial", lambda: _numpy_timing(branches, False, repeat)),
-        ("numpy kernels, 2 threads", lambda: _numpy_timing(branches, True, repeat)),
-        ("aiograd, all on cpu:0", lambda: time_aiograd(branches, False, repeat)),
-        ("aiograd, cpu:0 + cpu:1", lambda: time_aiograd(branches, True, repeat)),
-    ):
-        try:
-            t = fn()
-            rows.append(H.row(BENCH, label, engine, t.median * 1e3, UNIT, spread=round(t.spread, 3)))
-        except ModuleNotFoundError as exc:
-            rows.append(H.missing(BENCH, label, engine, UNIT, "aiograd", exc))
-        except Exception as exc:
-            rows.append(_device_error(label, engine, exc))
+    loop = H.new_loop()
+    try:
+        rows = H.sampled_rows(BENCH, label, UNIT, [
+            ("numpy kernels, serial", "numpy", lambda: numpy_sampler(branches, False)),
+            ("numpy kernels, 2 threads", "numpy", lambda: numpy_sampler(branches, True)),
+            ("aiograd, all on cpu:0", "aiograd", lambda: aiograd_sampler(branches, False, loop)),
+            ("aiograd, cpu:0 + cpu:1", "aiograd", lambda: aiograd_sampler(branches, True, loop)),
+        ], repeat)
+    finally:
+        H.close_loop(loop)
+    for r in rows:
+        if r["engine"] == "aiograd, cpu:0 + cpu:1" and r["value"] is None and "cpu:1" in r["note"]:
+            r["note"] = "not available: " + r["note"]
     _add_speedups(rows)
     return rows
-
-
-def _device_error(label: str, engine: str, exc: Exception) -> dict[str, Any]:
-    """'not available' when cpu:1 itself is missing, otherwise the error."""
-    r = H.failed(BENCH, label, engine, UNIT, exc)
-    if "cpu:1" in engine and "cpu:1" in str(exc):
-        r["note"] = "not available: " + r["note"]
-    return r
 
 
 def _add_speedups(rows: list[dict[str, Any]]) -> None:

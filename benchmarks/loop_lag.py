@@ -118,8 +118,8 @@ def aiograd_engine(x: np.ndarray, ws: list[np.ndarray], offload: str | None) -> 
 
 
 def torch_engine(x: np.ndarray, ws: list[np.ndarray]) -> tuple[Callable, Callable]:
-    """(setup, backward) for torch (default threads): ``loss.backward()`` blocks the loop."""
-    torch = H.import_torch(None)
+    """(setup, backward) for torch (1 thread, see H.run_isolated): ``loss.backward()`` blocks the loop."""
+    torch = H.import_torch(1)
     if torch is None:
         raise ModuleNotFoundError("torch")
 
@@ -194,7 +194,7 @@ def _engines(x: np.ndarray, ws: list[np.ndarray], kernel_s: float) -> list[tuple
         ("idle loop (reference)", lambda: idle_engine(kernel_s)),
         ("aiograd (offload auto)", lambda: aiograd_engine(x, ws, None)),  # the default policy
         ("aiograd (offload never)", lambda: aiograd_engine(x, ws, "never")),
-        ("torch (blocking)", lambda: torch_engine(x, ws)),
+        ("torch 1 thread (blocking)", lambda: torch_engine(x, ws)),
         ("HIPS autograd (blocking)", lambda: hips_engine(x, ws)),
     ]
 

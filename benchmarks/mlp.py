@@ -13,6 +13,7 @@ Target (e): aiograd backward <= 1.1x the numpy floor, peak memory <= the floor's
 
 from __future__ import annotations
 
+import functools
 import gc
 import inspect
 import tracemalloc
@@ -204,23 +205,48 @@ def aiograd_engine(x: np.ndarray, y: np.ndarray) -> tuple[Callable, Callable, Ca
     return step, setup_backward, backward
 
 
-ENGINES: list[tuple[str, str, Callable]] = [  # torch's default thread pool last: it can slow BLAS after it
+ENGINES: list[tuple[str, str, Callable]] = [  # sampled round-robin in this process
     (FLOOR, "numpy", numpy_engine),
     ("aiograd", "aiograd", aiograd_engine),
     ("HIPS autograd", "autograd", hips_engine),
     ("torch (1 thread)", "torch", lambda x, y: torch_engine(x, y, 1)),
-    ("torch (default threads)", "torch", lambda x, y: torch_engine(x, y, None)),
 ]
+TORCH_DEFAULT = "torch (default threads)"  # measured in its own process (see H.run_isolated)
+
+
+def torch_default_samples(kind: str, batch: int, repeat: int) -> list[float]:
+    """Samples (s) of torch with its default threads, for H.run_isolated: kind 'step' or 'backward'."""
+    x, y = make_data(batch)
+    step, setup_backward, backward = torch_engine(x, y, None)
+    if kind == "step":
+        return H.measure(lambda _: step(), None, repeat).samples
+    return H.measure(backward, setup_backward, repeat).samples
 
 
 # ---------------------------------------------------------------- measurements
 
 
-def _time(fn: Callable, setup: Callable | None, repeat: int) -> H.Timing:
-    """measure() or, for coroutine functions, ameasure() on a fresh loop."""
+def _sampler(fn: Callable, setup: Callable | None, loop: Any) -> H.Sampler:
+    """A sampler for ``fn(setup())``: awaited on ``loop`` if ``fn`` is a coroutine function."""
     if inspect.iscoroutinefunction(fn):
-        return H.run_async(lambda: H.ameasure(fn, setup, repeat))
-    return H.measure(fn, setup, repeat)
+        return H.AsyncSampler(fn, setup, loop=loop)
+    return H.Sampler(fn, setup)
+
+
+def step_sampler(factory: Callable, x: np.ndarray, y: np.ndarray, loop: Any) -> H.Sampler:
+    """Sampler of one training step (forward + backward + Adam)."""
+    step = factory(x, y)[0]
+    if inspect.iscoroutinefunction(step):
+        async def timed(_: Any) -> None:
+            await step()
+        return _sampler(timed, None, loop)
+    return _sampler(lambda _: step(), None, loop)
+
+
+def backward_sampler(factory: Callable, x: np.ndarray, y: np.ndarray, loop: Any) -> H.Sampler:
+    """Sampler of the backward alone (its forward runs in the untimed setup)."""
+    _, setup_backward, backward = factory(x, y)
+    return _sampler(backward, setup_backward, loop)
 
 
 def peak_backward_bytes(setup_backward: Callable, backward: Callable) -> tuple[int, int]:
@@ -248,44 +274,23 @@ def _call(fn: Callable, arg: Any) -> Any:
     return fn(arg)
 
 
-def measure_engine(name: str, module: str, factory: Callable, x: np.ndarray, y: np.ndarray,
-                   repeat: int, case_suffix: str) -> list[dict[str, Any]]:
-    """step, backward and (numpy-backed engines) memory rows for one engine."""
-    cases = {k: f"{k} {case_suffix}" for k in ("step", "backward", "memory")}
+def memory_row(case: str, name: str, module: str, factory: Callable, x: np.ndarray,
+               y: np.ndarray) -> dict[str, Any]:
+    """tracemalloc peak row for one numpy-backed engine."""
     try:
-        step, setup_backward, backward = factory(x, y)
+        _, setup_backward, backward = factory(x, y)
     except ModuleNotFoundError as exc:
-        return [H.missing(BENCH, cases[k], name, u, module, exc) for k, u in (("step", "ms"), ("backward", "ms"))]
+        return H.missing(BENCH, case, name, "MB peak", module, exc)
     except Exception as exc:
-        return [H.failed(BENCH, cases["step"], name, "ms", exc)]
-    rows = []
-    for key, fn, setup in (("step", lambda _: step(), None), ("backward", backward, setup_backward)):
-        timed = _async_wrap(step) if key == "step" and inspect.iscoroutinefunction(step) else fn
-        rows.append(_timed_row(cases[key], name, timed, setup, repeat))
-    if not name.startswith("torch"):
-        rows.append(_memory_row(cases["memory"], name, setup_backward, backward))
-    return rows
-
-
-def _async_wrap(step: Callable) -> Callable:
-    async def timed(_: Any) -> None:
-        await step()
-    return timed
-
-
-def _timed_row(case: str, name: str, fn: Callable, setup: Callable | None, repeat: int) -> dict[str, Any]:
-    try:
-        t = _time(fn, setup, repeat)
-    except Exception as exc:
-        return H.failed(BENCH, case, name, "ms", exc)
-    return H.row(BENCH, case, name, t.median * 1e3, "ms", spread=round(t.spread, 3))
+        return H.failed(BENCH, case, name, "MB peak", exc)
+    return _memory_row(case, name, setup_backward, backward)
 
 
 def _memory_row(case: str, name: str, setup_backward: Callable, backward: Callable) -> dict[str, Any]:
     try:
         peak, start = peak_backward_bytes(setup_backward, backward)
     except Exception as exc:
-        return H.failed(BENCH, case, name, "MB", exc)
+        return H.failed(BENCH, case, name, "MB peak", exc)
     return H.row(BENCH, case, name, peak / 2**20, "MB peak", at_start_MB=start / 2**20,
                  added_MB=(peak - start) / 2**20)
 
@@ -327,9 +332,18 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
     x, y = make_data(batch)
     suffix = f"(batch {batch})"
     rows: list[dict[str, Any]] = []
-    for name, module, factory in ENGINES:
-        rows += measure_engine(name, module, factory, x, y, repeat, suffix)
-    H.import_torch(None)
+    loop = H.new_loop()
+    try:
+        for key, make in (("step", step_sampler), ("backward", backward_sampler)):
+            rows += H.sampled_rows(BENCH, f"{key} {suffix}", "ms", [
+                (name, module, functools.partial(make, factory, x, y, loop))
+                for name, module, factory in ENGINES], repeat)
+            rows.append(H.isolated_row(BENCH, f"{key} {suffix}", TORCH_DEFAULT, "ms", "torch",
+                                       "benchmarks.mlp:torch_default_samples", key, batch, repeat))
+    finally:
+        H.close_loop(loop)
+    rows += [memory_row(f"memory {suffix}", name, module, factory, x, y)
+             for name, module, factory in ENGINES if not name.startswith("torch")]
     for key, title, extra in (
         ("step", "forward + backward + Adam", ("spread",)),
         ("backward", "backward only (forward untimed)", ("spread",)),
