@@ -77,9 +77,9 @@ def import_torch_1thread() -> Any | None:
 def run_isolated(target: str, *args: Any, timeout: float = 300) -> Any:
     """Call ``module:function(*args)`` in a fresh interpreter and return its JSON result.
 
-    Used for torch with its default thread pool: once libgomp's threads exist in a
-    process, numpy's OpenBLAS threads can run tens of times slower beside them on a
-    2-core machine, which would poison every numpy-based row measured afterwards.
+    Used for torch with its default thread pool: libgomp's threads and numpy's
+    OpenBLAS threads in one process compete for the 2 cores; under load, numpy rows
+    measured after a default-threads torch run were seen tens of times slower.
     """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
