@@ -45,7 +45,6 @@ from __future__ import annotations
 import contextvars
 import heapq
 import warnings
-from sys import getrefcount
 from time import perf_counter
 from typing import Any, Callable, Sequence
 
@@ -55,6 +54,7 @@ from .. import _aio
 from ..devices import CPU
 from ..tensor import Tensor
 from . import grad_mode as _gm
+from .graph import sole_owner as _sole_owner
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, is_expandable_to, sum_to
 from .ready_queue import next_tiebreak
 
@@ -101,23 +101,6 @@ def queue_callback(callback: Callable[[], Any]) -> None:
     if gt is None:
         raise RuntimeError("Final callbacks can only be installed during backward pass.")
     gt.final_callbacks.append(callback)
-
-
-def _sole_owner(a: Any, refs: int) -> bool:
-    """Whether only the engine's ``refs`` references reach ``a``'s memory, so the engine
-    may keep it or add into it in place (torch's use_count test, NOTE [Aliasing]).
-
-    A view qualifies when its base is an array that nothing but this view holds: the
-    fresh result that a rule reshaped or transposed (e.g. a weight's gradient that
-    PermuteBackward0 hands out as a transposed view).
-    """
-    if a.__class__ is not np.ndarray or not a.flags.writeable or getrefcount(a) > refs + 1:
-        return False  # +1 above: getrefcount's own argument
-    base = a.base
-    if base is None:
-        return True
-    # base is referenced by the view, by the local name and by getrefcount's argument.
-    return base.__class__ is np.ndarray and base.base is None and getrefcount(base) <= 3
 
 
 class InputBuffer:
@@ -713,7 +696,9 @@ class Engine:
                             nxt_grads = ready
                         else:
                             heappush(heap, (-nn.sequence_nr, tiebreak(), nn, ready))
-                    outputs = None
+                    # Drop this frame's references to the gradients just handed on, so the
+                    # next rule sees them held by its input list alone (see sole_owner).
+                    outputs = g = None
             except BaseException as err:
                 if isinstance(err, Exception) and node is not None:
                     _annotate(err, node)

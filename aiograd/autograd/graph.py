@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import traceback
 import weakref
+from sys import getrefcount
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -41,6 +42,7 @@ __all__ = [
     "RemovableHandle",
     "record",
     "sum_to",
+    "sole_owner",
     "save",
     "save_output",
     "unpack",
@@ -460,6 +462,25 @@ def unpack(node: Node, saved: Any, graph: bool) -> Any:
 
 
 # ----- shared gradient helpers -------------------------------------------------------
+
+
+def sole_owner(a: Any, refs: int) -> bool:
+    """Whether only ``refs`` known references reach ``a``'s memory, so it may be kept or
+    written in place (torch's use_count test; engine.py NOTE [Aliasing]).
+
+    A view qualifies when its base is an array that nothing but this view holds: the
+    fresh result that a rule reshaped or transposed (e.g. a weight's gradient that
+    PermuteBackward0 hands out as a transposed view).
+    """
+    if a.__class__ is not np.ndarray or not a.flags.writeable or getrefcount(a) > refs + 1:
+        return False  # +1 above: getrefcount's own argument
+    base = a.base
+    if base is None:
+        return True
+    # base is referenced by the view, by the local name and by getrefcount's argument.
+    return base.__class__ is np.ndarray and base.base is None and getrefcount(base) <= 3
+
+
 
 
 def sum_to(g: Any, shape: tuple[int, ...]) -> Any:
