@@ -594,6 +594,19 @@ def _np_std(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddo
 # ----- logsumexp ---------------------------------------------------------------------------
 
 
+def _unpack_with_kept_dims(node: Any, g: Any) -> tuple[Any, Any, Any, bool]:
+    """(g, x, result, graph) of a reduction node saving ``x`` and ``result``, with the
+    reduced dims of ``g`` and ``result`` restored as size 1 so they broadcast against x."""
+    graph = g.__class__ is Tensor
+    x = unpack(node, node.x, graph)
+    r = unpack(node, node.result, graph)
+    if not node.keepdim and node.in_shape:
+        kshape = _keep_shape(node.in_shape, node.dims)
+        g = g.reshape(kshape)
+        r = r.reshape(kshape)
+    return g, x, r, graph
+
+
 class LogsumexpBackward0(Node):
     """``g * exp(x - result)``."""
 
@@ -601,14 +614,7 @@ class LogsumexpBackward0(Node):
     _saved_fields = ("x", "result")
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        graph = g.__class__ is Tensor
-        x = unpack(self, self.x, graph)
-        r = unpack(self, self.result, graph)
-        if not self.keepdim and self.in_shape:
-            kshape = _keep_shape(self.in_shape, self.dims)
-            g = g.reshape(kshape)
-            r = r.reshape(kshape)
+        g, x, r, _ = _unpack_with_kept_dims(self, grads[0])
         return (g * np.exp(x - r),)
 
 
@@ -666,14 +672,7 @@ class LinalgVectorNormBackward0(Node):
     _saved_fields = ("x", "result")
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        graph = g.__class__ is Tensor
-        x = unpack(self, self.x, graph)
-        r = unpack(self, self.result, graph)
-        if not self.keepdim and self.in_shape:
-            kshape = _keep_shape(self.in_shape, self.dims)
-            g = g.reshape(kshape)
-            r = r.reshape(kshape)
+        g, x, r, graph = _unpack_with_kept_dims(self, grads[0])
         rd = r._data if graph else r
         zero = rd == 0
         if zero.any():
