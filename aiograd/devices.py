@@ -8,7 +8,6 @@ independent branches of a graph can run their numpy kernels in parallel.
 from __future__ import annotations
 
 import contextvars
-import heapq
 import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -108,10 +107,12 @@ class DeviceRuntime:
     """The executor thread and shared ready queue of one device."""
 
     def __init__(self, dev: Device) -> None:
+        from .autograd.ready_queue import ReadyQueue
+
         self.device = dev
         self._executor: ThreadPoolExecutor | None = None
-        self._heap: list[tuple[int, int, Any, Any, Any, Any]] = []
-        self._lock = threading.Lock()
+        self._queue = ReadyQueue()
+        self._lock = threading.Lock()  # the queue is pushed on the loop thread, popped on the device's
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -123,24 +124,23 @@ class DeviceRuntime:
                 ex = self._executor
         return ex
 
-    def dispatch(self, key: int, gt: "GraphTask", node: "Node", grads: list[Any], post: Callable[..., None]) -> Future[None]:
+    def dispatch(self, gt: "GraphTask", node: "Node", grads: list[Any]) -> "Future[None]":
         """Queue ``node`` of ``gt`` and let the device thread run the most urgent queued node.
 
         Returns the submitted job: jobs are interchangeable ("run the next queued node").
+        Results go back through ``gt.post``, which schedules on the loop's thread.
         """
-        from .autograd.ready_queue import next_tiebreak
-
         with self._lock:
-            heapq.heappush(self._heap, (key, next_tiebreak(), gt, node, grads, post))
+            self._queue.push(gt, node, grads)
         return self.executor.submit(self._run_next, contextvars.copy_context())
 
     def _run_next(self, ctx: contextvars.Context) -> None:
         with self._lock:
-            if not self._heap:
+            if not self._queue:
                 return
-            _, _, gt, node, grads, post = heapq.heappop(self._heap)
+            gt, node, grads = self._queue.pop()
         if gt.error is not None:
-            post(gt.device_done, node, grads, None, None, 0.0)
+            gt.post(gt.device_done, node, grads, None, None, 0.0)
             return
         t0 = perf_counter()
         try:
@@ -148,18 +148,15 @@ class DeviceRuntime:
             err = None
         except BaseException as e:  # handed to the driver, which raises it
             outputs, err = None, e
-        post(gt.device_done, node, grads, outputs, err, perf_counter() - t0)
+        gt.post(gt.device_done, node, grads, outputs, err, perf_counter() - t0)
 
     def discard(self, gt: "GraphTask") -> int:
         """Drop the queued (not running) nodes of ``gt``; return how many."""
         with self._lock:
-            before = len(self._heap)
-            self._heap = [e for e in self._heap if e[2] is not gt]
-            heapq.heapify(self._heap)
-            return before - len(self._heap)
+            return self._queue.discard(gt)
 
     def queued(self) -> int:
-        return len(self._heap)
+        return len(self._queue)
 
     def shutdown(self) -> None:
         ex, self._executor = self._executor, None

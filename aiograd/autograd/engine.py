@@ -563,10 +563,8 @@ class Engine:
 
         if gt.post is None:
             gt.post = _aio.thread_poster()
-        rt = runtime(node.device)
         gt.outstanding += 1
-        key = -((gt.reentrant_depth << 63) | node.sequence_nr)
-        gt.futures.append(rt.dispatch(key, gt, node, grads, gt.post))
+        gt.futures.append(runtime(node.device).dispatch(gt, node, grads))
 
     def _post_process(self, gt: GraphTask) -> None:
         if gt.pending_buffers:

@@ -1,8 +1,9 @@
 """Priority keys and ready queues, ordered as torch's ReadyQueue.
 
-NOTE [Ready queue order]: shutdown tasks first, then error tasks (their
-GraphTask failed, so they only need to be dropped), then higher reentrant
-depth, then higher ``sequence_nr``. heapq is a min-heap, so the key is the
+NOTE [Ready queue order]: error tasks first (their GraphTask failed, so they
+only need to be dropped; torch also puts shutdown tasks here, which an
+executor-thread worker does not need), then higher reentrant depth, then
+higher ``sequence_nr``. heapq is a min-heap, so the key is the
 negated priority packed into one int; a tie-breaking counter keeps entries of
 different GraphTasks in one shared queue from ever comparing nodes.
 """
@@ -13,16 +14,13 @@ import heapq
 import itertools
 from typing import TYPE_CHECKING, Any
 
-from .graph import MAX_SEQUENCE_NR
-
 if TYPE_CHECKING:
     from .engine import GraphTask
     from .graph import Node
 
-__all__ = ["priority_key", "ReadyQueue", "SHUTDOWN_KEY", "ERROR_KEY"]
+__all__ = ["priority_key", "ReadyQueue", "ERROR_KEY"]
 
 _DEPTH_SHIFT = 63  # sequence numbers fit in 62 bits; depth sits above them
-SHUTDOWN_KEY = -(1 << 80)
 ERROR_KEY = -(1 << 79)
 
 _counter = itertools.count()
@@ -50,11 +48,8 @@ class ReadyQueue:
         key = ERROR_KEY if graph_task.error is not None else priority_key(node, graph_task.reentrant_depth)
         heapq.heappush(self._heap, (key, next_tiebreak(), graph_task, node, grads))
 
-    def push_shutdown(self) -> None:
-        heapq.heappush(self._heap, (SHUTDOWN_KEY, next_tiebreak(), None, None, None))
-
     def pop(self) -> tuple[Any, Any, Any]:
-        """The most urgent task as ``(graph_task, node, grads)``; ``graph_task`` is None for shutdown."""
+        """The most urgent task as ``(graph_task, node, grads)``."""
         _, _, gt, node, grads = heapq.heappop(self._heap)
         return gt, node, grads
 
@@ -74,5 +69,3 @@ class ReadyQueue:
         heapq.heapify(self._heap)
         return before - len(self._heap)
 
-
-__all__ += ["MAX_SEQUENCE_NR"]
