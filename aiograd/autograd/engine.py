@@ -149,7 +149,6 @@ class GraphTask:
         "warnings",
         "check_nan",
         "_wakeup",
-        "completed",
         "done",
         "post",
         "futures",
@@ -172,7 +171,6 @@ class GraphTask:
         self.warnings: list[warnings.WarningMessage] = []
         self.check_nan = _gm.is_anomaly_check_nan_enabled()
         self._wakeup: Any = None
-        self.completed = False
         self.done: list[tuple[Any, ...]] = []  # nodes whose kernels ran on a device thread
         self.post: Any = None  # schedules a call on the loop thread from a device thread
         self.futures: list[Any] = []  # executor jobs submitted for this pass
@@ -535,7 +533,6 @@ class Engine:
                 await self._abandon(gt)
             raise
         finally:
-            gt.completed = True
             _gm._grad_enabled.reset(mode_token)
             _current_graph_task.reset(token)
 

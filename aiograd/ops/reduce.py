@@ -73,6 +73,16 @@ def expand_reduced(g: Any, in_shape: tuple[int, ...], dims: tuple[int, ...] | No
     return np.broadcast_to(g, in_shape)
 
 
+def _accumulating_reduction(fn: Any, input: Tensor, dims: Any, keepdim: bool, dtype: Any) -> Tensor:
+    """``np.sum``/``np.prod`` with torch's dtype rule: bool and integer inputs give int64."""
+    xd = input._data
+    dtype = _resolve_dtype(dtype) if dtype is not None else None
+    res = fn(xd, axis=dims, keepdims=keepdim, dtype=dtype)
+    if dtype is None and xd.dtype.kind in "biu":
+        res = np.asarray(res).astype(np.int64)
+    return wrap(res, input._device)
+
+
 class SumBackward0(Node):
     __slots__ = ("in_shape", "dims", "keepdim")
 
@@ -96,11 +106,7 @@ def sum(
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     xd = input._data
     dims = normalize_dims(dim, xd.ndim)
-    dtype = _resolve_dtype(dtype) if dtype is not None else None
-    res = np.sum(xd, axis=dims, keepdims=keepdim, dtype=dtype)
-    if dtype is None and xd.dtype.kind in "biu":
-        res = np.asarray(res).astype(np.int64)
-    out = wrap(res, input._device)
+    out = _accumulating_reduction(np.sum, input, dims, keepdim, dtype)
     if needs_grad(input):
         node = SumBackward0()
         node.in_shape = xd.shape
@@ -237,11 +243,7 @@ def prod(
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     xd = input._data
     dims = normalize_dims(dim, xd.ndim)
-    dtype = _resolve_dtype(dtype) if dtype is not None else None
-    res = np.prod(xd, axis=dims, keepdims=keepdim, dtype=dtype)
-    if dtype is None and xd.dtype.kind in "biu":
-        res = np.asarray(res).astype(np.int64)
-    out = wrap(res, input._device)
+    out = _accumulating_reduction(np.prod, input, dims, keepdim, dtype)
     if needs_grad(input) and out._data.dtype.kind in "fc":
         node = ProdBackward0()
         node.x = save(input)
