@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 import numpy as np
 
 from .autograd import grad_mode as _gm
-from .devices import CPU, Device, DeviceLike
+from .device import CPU, Device, DeviceLike
 
 if TYPE_CHECKING:
     from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle

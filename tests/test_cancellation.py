@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import aiograd as ag
-from aiograd.devices import _RUNTIMES
+from aiograd.autograd.executors import _RUNTIMES
 
 
 @pytest.fixture

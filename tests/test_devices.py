@@ -1,4 +1,4 @@
-"""Devices, their executor threads and the offload policy (aiograd/devices.py)."""
+"""Devices, their executor threads and the offload policy (aiograd/device.py, aiograd/autograd/executors.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import aiograd as ag
+from aiograd.autograd import executors
 from aiograd.autograd.engine import Engine
-from aiograd.devices import live_threads, policy, runtime
+from aiograd.autograd.executors import live_threads, policy, runtime
 from aiograd.ops.elementwise import SinBackward0
 from aiograd.ops.linalg import MmBackward0
 
@@ -194,3 +195,37 @@ def test_device_runtime_is_shared_per_device() -> None:
     assert runtime(ag.device("cpu:1")) is runtime(ag.device("cpu:1"))
     assert runtime(ag.device("cpu:1")) is not runtime(ag.device("cpu"))
     assert isinstance(Engine(), Engine)
+
+
+def test_device_module_is_a_leaf() -> None:
+    """aiograd/device.py imports nothing of aiograd, so every layer may name a device."""
+    import ast
+    import inspect as _inspect
+
+    import aiograd.device
+
+    tree = ast.parse(_inspect.getsource(aiograd.device))
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert [m for m in imported if m.startswith("aiograd") or m.startswith(".")] == []
+    assert all(n.level == 0 for n in ast.walk(tree) if isinstance(n, ast.ImportFrom))
+
+
+def test_discard_drops_a_passes_queued_nodes_on_every_device() -> None:
+    class FakeTask:
+        error = None
+        reentrant_depth = 0
+
+    class FakeNode:
+        sequence_nr = 7
+
+    mine, other = FakeTask(), FakeTask()
+    rts = [runtime(ag.device("cpu")), runtime(ag.device("cpu:3"))]
+    for rt in rts:
+        with rt._lock:  # queued but never submitted: no device thread pops them
+            rt._queue.push(mine, FakeNode(), [])  # type: ignore[arg-type]
+            rt._queue.push(other, FakeNode(), [])  # type: ignore[arg-type]
+    assert executors.discard(mine) == 2  # type: ignore[arg-type]
+    assert [rt.queued() for rt in rts] == [1, 1]
+    assert executors.discard(other) == 2  # type: ignore[arg-type]
+    assert [rt.queued() for rt in rts] == [0, 0]

@@ -51,9 +51,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _aio
-from ..devices import CPU
+from ..device import CPU
 from ..tensor import Tensor
+from . import executors
 from . import grad_mode as _gm
+from .executors import policy as offload_policy
 from .graph import sole_owner as _sole_owner
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, is_expandable_to, sum_to
 from .ready_queue import next_tiebreak
@@ -208,7 +210,7 @@ class GraphTask:
                     hook(variable)
         self.staged.clear()
 
-    # ----- device work (see devices.py) ------------------------------------------------
+    # ----- device work (see executors.py) ----------------------------------------------
     def notify(self) -> None:
         """Wake the driver if it waits for device work."""
         ev = self._wakeup
@@ -539,11 +541,7 @@ class Engine:
     async def _abandon(self, gt: GraphTask) -> None:
         """NOTE [Cancellation]: after a failure or cancel, drop this pass's queued device work
         and wait (shielded) for its kernels already running, so nothing of it is left behind."""
-        from ..devices import _RUNTIMES
-
-        dropped = 0
-        for rt in list(_RUNTIMES.values()):
-            dropped += rt.discard(gt)
+        dropped = executors.discard(gt)
         gt.outstanding -= dropped
         # Each dispatch submitted one interchangeable "run the next queued node" job:
         # withdraw as many of this pass's not-yet-started jobs as nodes were dropped.
@@ -555,13 +553,11 @@ class Engine:
                 await gt.wait_for_work()
 
     def _dispatch(self, gt: GraphTask, node: Node, grads: list[Any]) -> None:
-        """Send ``node`` to its device's thread (NOTE [Devices and executors] in devices.py)."""
-        from ..devices import runtime
-
+        """Send ``node`` to its device's thread (NOTE [Devices and executors] in executors.py)."""
         if gt.post is None:
             gt.post = _aio.thread_poster()
         gt.outstanding += 1
-        gt.futures.append(runtime(node.device).dispatch(gt, node, grads))
+        gt.futures.append(executors.runtime(node.device).dispatch(gt, node, grads))
 
     def _post_process(self, gt: GraphTask) -> None:
         if gt.pending_buffers:
@@ -585,8 +581,6 @@ class Engine:
         outranks it. It yields to the loop every time slice, and waits only
         when nothing is left but device work.
         """
-        from ..devices import policy as offload_policy
-
         heap = gt.heap
         heappush = heapq.heappush
         heappop = heapq.heappop

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..devices import CPU, Device
+from ..device import CPU, Device
 from . import grad_mode as _gm
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, NamedTuple
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..devices import Device
+from ..device import Device
 from ..tensor import Tensor, empty, get_default_dtype
 from . import functional as F
 from . import init

@@ -17,7 +17,7 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from ..autograd.graph import needs_grad, record
-from ..devices import Device
+from ..device import Device
 from ..tensor import Tensor, get_default_dtype
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd.graph import Node
-from ..devices import Device
+from ..device import Device
 from ..tensor import Tensor, _resolve_dtype
 from ._common import needs_grad, record, tensor_method
 

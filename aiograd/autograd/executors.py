@@ -1,114 +1,50 @@
-"""Devices: where a tensor lives and which executor runs its backward kernels.
+"""Device runtimes: the executor thread and shared ready queue of each device, and the offload policy.
 
-``cpu`` (same as ``cpu:0``) is the default. Extra CPU devices ``cpu:1``,
-``cpu:2``... are created on demand; each is a separate executor so that two
-independent branches of a graph can run their numpy kernels in parallel.
+NOTE [Devices and executors]: every device owns one single-thread executor and
+a priority ready queue shared by all GraphTasks (ordered as torch's
+ReadyQueue). A GraphTask's driver dispatches a node to its device when the
+offload policy judges the node's kernels large; the device thread pops the
+most urgent node of its queue, runs ``apply`` (numpy releases the GIL, so two
+devices, and the loop thread, really run in parallel) and posts the outputs
+back to the driver, which alone touches the GraphTask's dependency table.
+Nodes whose backward awaits (async custom Functions, reentrant backward) are
+never dispatched: they run on the loop, so a device thread never waits for a
+nested pass and no thread is ever added.
 """
 
 from __future__ import annotations
 
 import contextvars
-import re
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..device import Device
+from .ready_queue import ReadyQueue
 
 if TYPE_CHECKING:
-    from .autograd.engine import GraphTask
-    from .autograd.graph import Node
+    from .engine import GraphTask
+    from .graph import Node
 
-__all__ = ["Device", "device", "DeviceLike", "set_offload", "get_offload", "DeviceRuntime", "runtime"]
-
-_DEVICE_RE = re.compile(r"^(cpu|cuda)(?::(\d+))?$")
-
-
-class Device:
-    """A device name: ``type`` ("cpu") and ``index`` (0 for the default cpu)."""
-
-    __slots__ = ("type", "index", "_name", "__weakref__")
-
-    type: str
-    index: int
-
-    def __new__(cls, spec: "DeviceLike" = "cpu", index: int | None = None) -> "Device":
-        if isinstance(spec, Device):
-            return spec
-        if not isinstance(spec, str):
-            raise TypeError(f"device must be a string like 'cpu' or 'cpu:1', got {type(spec).__name__}")
-        m = _DEVICE_RE.match(spec.strip())
-        if m is None:
-            raise RuntimeError(f"Expected a device like 'cpu' or 'cpu:1', got {spec!r}")
-        kind = m.group(1)
-        idx = int(m.group(2)) if m.group(2) is not None else (index if index is not None else 0)
-        key = (kind, idx)
-        cached = _DEVICES.get(key)
-        if cached is not None:
-            return cached
-        if kind == "cuda":
-            raise RuntimeError(
-                f"device {spec!r} is not available: aiograd has no CUDA backend installed; use 'cpu' or 'cpu:N'"
-            )
-        dev = object.__new__(cls)
-        dev.type = kind
-        dev.index = idx
-        dev._name = kind if (kind == "cpu" and idx == 0) else f"{kind}:{idx}"
-        _DEVICES[key] = dev
-        return dev
-
-    def __repr__(self) -> str:
-        return f"device(type='{self.type}', index={self.index})" if self.index else f"device(type='{self.type}')"
-
-    def __str__(self) -> str:
-        return self._name
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            try:
-                other = Device(other)
-            except (RuntimeError, TypeError):
-                return False
-        return self is other
-
-    def __hash__(self) -> int:
-        return hash((self.type, self.index))
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (Device, (self._name,))
-
-
-_DEVICES: dict[tuple[str, int], Device] = {}
-
-DeviceLike = Union[Device, str]
-
-CPU = Device("cpu")
-
-
-def device(spec: DeviceLike = "cpu") -> Device:
-    """Return the device named ``spec`` (``"cpu"``, ``"cpu:1"``...)."""
-    return Device(spec)
-
-
-# ----- executors and the offload policy -----------------------------------------------
-#
-# NOTE [Devices and executors]: every device owns one single-thread executor and
-# a priority ready queue shared by all GraphTasks (ordered as torch's
-# ReadyQueue). A GraphTask's driver dispatches a node to its device when the
-# offload policy judges the node's kernels large; the device thread pops the
-# most urgent node of its queue, runs ``apply`` (numpy releases the GIL, so two
-# devices, and the loop thread, really run in parallel) and posts the outputs
-# back to the driver, which alone touches the GraphTask's dependency table.
-# Nodes whose backward awaits (async custom Functions, reentrant backward) are
-# never dispatched: they run on the loop, so a device thread never waits for a
-# nested pass and no thread is ever added.
+__all__ = [
+    "DeviceRuntime",
+    "runtime",
+    "discard",
+    "live_threads",
+    "OffloadPolicy",
+    "policy",
+    "set_offload",
+    "get_offload",
+]
 
 
 class DeviceRuntime:
     """The executor thread and shared ready queue of one device."""
 
     def __init__(self, dev: Device) -> None:
-        from .autograd.ready_queue import ReadyQueue
-
         self.device = dev
         self._executor: ThreadPoolExecutor | None = None
         self._queue = ReadyQueue()
@@ -165,8 +101,6 @@ class DeviceRuntime:
 
 
 def _apply_sync(node: "Node", grads: list[Any]) -> Any:
-    import numpy as np
-
     with np.errstate(all="ignore"):
         return node.apply(grads)
 
@@ -184,6 +118,11 @@ def runtime(dev: Device) -> DeviceRuntime:
             if rt is None:
                 rt = _RUNTIMES[dev] = DeviceRuntime(dev)
     return rt
+
+
+def discard(gt: "GraphTask") -> int:
+    """Drop the queued (not yet running) nodes of ``gt`` from every device; return how many."""
+    return sum(rt.discard(gt) for rt in list(_RUNTIMES.values()))
 
 
 def live_threads() -> int:
