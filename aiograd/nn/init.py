@@ -94,10 +94,12 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fill with ones."""
     return _write(tensor, 1)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fill with zeros."""
     return _write(tensor, 0)
 
 
@@ -124,7 +126,11 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
 def kaiming_uniform_(
     tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
 ) -> Tensor:
-    """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015)."""
+    """U(-bound, bound) with bound = gain * sqrt(3 / fan) (He et al., 2015).
+
+    ``fan`` is the tensor's fan-in or fan-out (``mode``), ``gain`` is
+    ``calculate_gain(nonlinearity, a)`` (``a``: the negative slope of a leaky ReLU).
+    """
     if 0 in tensor.shape:
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
@@ -135,7 +141,7 @@ def kaiming_uniform_(
 def kaiming_normal_(
     tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
 ) -> Tensor:
-    """N(0, std^2) with std = gain / sqrt(fan)."""
+    """N(0, std^2) with std = gain / sqrt(fan), ``fan`` and ``gain`` as in ``kaiming_uniform_``."""
     if 0 in tensor.shape:
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
