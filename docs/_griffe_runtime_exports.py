@@ -1,0 +1,138 @@
+"""A griffe extension for the API reference: what static analysis cannot see, read from the live package.
+
+mkdocstrings documents aiograd through griffe, which reads the source without
+running it (signatures as written, members in source order). Two things in
+aiograd only exist once it is imported:
+
+* computed ``__all__`` lists (``aiograd.__all__`` joins its submodules'
+  lists): without them griffe cannot expand ``from .ops import *`` and
+  ``aiograd.abs`` is not found;
+* functions made at import time (``exp = _unary("exp", ...)``, an op table):
+  griffe sees an attribute with no signature and no docstring.
+
+This extension imports each module of the documented packages as griffe
+visits it, hands griffe the module's real ``__all__``, and replaces each
+exported name that static analysis missed, or saw as a plain attribute while
+it is a function at run time, by a function built from the live object's
+signature and docstring. It also takes underscored class members (dunder
+methods, private helpers) out of the documented tree.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+import griffe
+
+# The package documented is the one in this checkout, not an installed copy.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+_KINDS = {
+    inspect.Parameter.POSITIONAL_ONLY: griffe.ParameterKind.positional_only,
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: griffe.ParameterKind.positional_or_keyword,
+    inspect.Parameter.VAR_POSITIONAL: griffe.ParameterKind.var_positional,
+    inspect.Parameter.KEYWORD_ONLY: griffe.ParameterKind.keyword_only,
+    inspect.Parameter.VAR_KEYWORD: griffe.ParameterKind.var_keyword,
+}
+
+
+def _annotation(value: Any) -> str | None:
+    if value is inspect.Parameter.empty:
+        return None
+    return value if isinstance(value, str) else getattr(value, "__name__", repr(value))
+
+
+def _default(value: Any) -> str | None:
+    if value is inspect.Parameter.empty:
+        return None
+    return value.__name__ if hasattr(value, "__name__") else repr(value)
+
+
+def function_from_live(name: str, fn: Any, loader: griffe.GriffeLoader) -> griffe.Function:
+    """A griffe Function with the signature and docstring ``fn`` has at run time."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins have no signature
+        sig = None
+    params = griffe.Parameters()
+    if sig is not None:
+        for p in sig.parameters.values():
+            params.add(
+                griffe.Parameter(p.name, annotation=_annotation(p.annotation), kind=_KINDS[p.kind], default=_default(p.default))
+            )
+    doc = inspect.getdoc(fn)
+    return griffe.Function(
+        name,
+        parameters=params,
+        returns=_annotation(sig.return_annotation) if sig is not None else None,
+        docstring=griffe.Docstring(doc, parser=loader.docstring_parser, parser_options=loader.docstring_options)
+        if doc
+        else None,
+    )
+
+
+class RuntimeExports(griffe.Extension):
+    """Read ``__all__`` and import-time functions of the documented packages from the live modules.
+
+    Used from mkdocs.yml as ``docs/_griffe_runtime_exports.py:RuntimeExports``;
+    ``packages`` names the top-level packages it applies to (aiograd by default).
+    """
+
+    def __init__(self, packages: list[str] | None = None) -> None:
+        super().__init__()
+        self.packages = tuple(packages or ("aiograd",))
+
+    def _mine(self, path: str) -> bool:
+        return any(path == p or path.startswith(p + ".") for p in self.packages)
+
+    def on_module_members(self, *, mod: griffe.Module, **kwargs: Any) -> None:
+        # Runs while the tree is built, before griffe expands exports and wildcard imports.
+        if self._mine(mod.path):
+            runtime_all = getattr(importlib.import_module(mod.path), "__all__", None)
+            if runtime_all is not None:
+                mod.exports = [str(name) for name in runtime_all]
+
+    def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
+        if self._mine(pkg.path):
+            self._fill_functions(pkg, loader, set())
+            _drop_underscored_class_members(pkg)
+
+    def _fill_functions(self, mod: griffe.Module, loader: griffe.GriffeLoader, seen: set[str]) -> None:
+        seen.add(mod.path)
+        live = importlib.import_module(mod.path)
+        for name in mod.exports or ():
+            if not isinstance(name, str):
+                continue
+            value = getattr(live, name, None)
+            if not inspect.isfunction(value) and not inspect.isbuiltin(value):
+                continue
+            member = mod.members.get(name)
+            if member is None or (not member.is_alias and member.is_attribute):
+                mod.set_member(name, function_from_live(name, value, loader))
+        for sub in list(mod.members.values()):
+            if not sub.is_alias and sub.is_module and sub.path not in seen:
+                self._fill_functions(sub, loader, seen)  # type: ignore[arg-type]
+
+
+def _drop_underscored_class_members(obj: griffe.Object) -> None:
+    """Take class members whose names start with ``_`` (but ``__init__``) out of the documented tree.
+
+    The reference renders public members only: in a module, those of its
+    ``__all__``; in a class, griffe would count dunder methods as public and list
+    ``__float__`` and ``__len__`` beside ``backward`` (marking them not public
+    does not carry through the aliases ``aiograd.Tensor`` and ``aiograd.nn.Linear``
+    are rendered as). ``__init__`` stays: the class signature comes from it.
+    """
+    for name, member in list(obj.members.items()):
+        if member.is_alias:
+            continue
+        if obj.is_class and name.startswith("_") and name != "__init__":
+            obj.del_member(name)
+        elif member.is_module or member.is_class:
+            _drop_underscored_class_members(member)  # type: ignore[arg-type]
