@@ -1,7 +1,9 @@
 # aiograd — build and test entry points.
 #   make test       create .venv, install -e .[test], run the test suite (warnings are errors)
+#                   and build the documentation site
 #   make demo       install -e .[demo] and run python -m aiograd.demo
 #   make bench      install -e .[bench,test] and run python -m benchmarks
+#   make docs       install -e .[docs] and build the documentation site into site/ (--strict)
 #   make typecheck  mypy on aiograd/
 #   make clean      remove the venv, caches and build outputs
 #
@@ -16,7 +18,7 @@ PIP_INSTALL := $(PIP) install --disable-pip-version-check --progress-bar off
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: test typecheck demo bench venv clean
+.PHONY: test typecheck demo bench docs venv clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,12 +38,22 @@ $(VENV)/.stamp-bench: pyproject.toml | $(PY)
 	$(PIP_INSTALL) -e '.[bench,test]'
 	@touch $@
 
+$(VENV)/.stamp-docs: pyproject.toml | $(PY)
+	$(PIP_INSTALL) -e '.[docs]'
+	@touch $@
+
+# The documentation site: any warning (a broken link, a reference that names
+# nothing) fails the build. NO_MKDOCS_2_WARNING quiets mkdocs-material's banner.
+MKDOCS_BUILD = NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
 # Warnings are errors through filterwarnings = ["error"] in pyproject.toml (not -W error
 # on the command line: that would override the ini file's targeted ignores).
 # One BLAS thread per kernel in tests: aiograd's device executors already run kernels
 # in parallel, and BLAS threads on top oversubscribe a 2-core machine (slow, noisy).
+# The test extra includes the docs extra: the site is built after the tests.
 test: $(VENV)/.stamp-test
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	$(MKDOCS_BUILD)
 
 typecheck: $(VENV)/.stamp-test
 	$(PY) -m mypy aiograd
@@ -52,6 +64,9 @@ demo: $(VENV)/.stamp-demo
 bench: $(VENV)/.stamp-bench
 	$(PY) -m benchmarks
 
+docs: $(VENV)/.stamp-docs
+	$(MKDOCS_BUILD)
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .mypy_cache .hypothesis .ruff_cache
 	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
