@@ -44,11 +44,6 @@ import aiograd as ag
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 REFERENCE = DOCS / "reference"
 
-# Modules named in some __all__ that are runtime machinery rather than user API: their
-# user-facing names are documented through the top level (ag.Device, ag.set_offload...).
-INTERNAL_MODULES = {"aiograd.devices"}
-
-
 # ----- the API reference --------------------------------------------------------------
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>```+|~~~+)[ \t]*(?P<lang>[\w+-]*)")
@@ -124,7 +119,7 @@ def public_modules() -> list[types.ModuleType]:
     todo = [ag]
     while todo:
         mod = todo.pop(0)
-        if mod in out or mod.__name__ in INTERNAL_MODULES:
+        if mod in out:
             continue
         out.append(mod)
         todo.extend(v for n in getattr(mod, "__all__", []) if inspect.ismodule(v := getattr(mod, n)))
@@ -155,9 +150,6 @@ def test_every_public_name_is_in_the_api_reference(module: types.ModuleType) -> 
         obj = getattr(module, name)
         if _is_value(obj):
             if not re.search(rf"\b(?:{re.escape(module.__name__)}|ag)\.{re.escape(name)}\b", text):
-                missing.append(name)
-        elif inspect.ismodule(obj):
-            if obj.__name__ not in INTERNAL_MODULES and not any(d is obj for d in documented):
                 missing.append(name)
         elif not any(d is obj for d in documented):
             missing.append(name)
