@@ -1,23 +1,37 @@
 """Optimizer: the base class of aiograd's optimizers, as torch.optim.Optimizer.
 
 Parameters are split into ``param_groups`` (dicts holding ``params`` and the
-hyperparameters, defaults filled from ``defaults``); per-parameter state
-(momentum buffers, moment estimates) lives in ``state``. ``step()`` updates
-``p._data`` in place under no_grad and bumps each parameter's version, so a
-graph that saved the old value notices.
+hyperparameters, defaults filled from ``defaults``; ``param_names`` too when
+the parameters were given as ``named_parameters()``); per-parameter state
+(momentum buffers, moment estimates, step counters, as Tensors) lives in
+``state``. ``step()`` updates ``p._data`` in place under no_grad and bumps each
+parameter's version, so a graph that saved the old value notices.
+
+A built-in optimizer implements ``_update_group(group)``; ``step`` (here)
+evaluates the closure and runs it over every group. A closure may be
+``async def`` (it awaits ``loss.backward()``): ``step`` then returns an
+awaitable that runs the closure and then the update, ``loss = await
+opt.step(closure)``.
 """
 
 from __future__ import annotations
 
 import copy
-from collections import defaultdict
-from typing import Any, Callable, Iterable
+import functools
+import inspect
+import warnings
+from collections import OrderedDict, defaultdict
+from itertools import chain
+from typing import Any, Awaitable, Callable, Iterable
 
 import numpy as np
 
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.graph import RemovableHandle
 from ..tensor import Tensor
+from ._inplace import scalar, step_state
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "required"]
 
 
 class _RequiredParameter:
@@ -27,19 +41,91 @@ class _RequiredParameter:
 
 required: Any = _RequiredParameter()
 
+StepHook = Callable[["Optimizer", tuple, dict], Any]
+_global_step_pre_hooks: "OrderedDict[int, StepHook]" = OrderedDict()
+_global_step_post_hooks: "OrderedDict[int, StepHook]" = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook: StepHook) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``; it may return new (args, kwargs)."""
+    return RemovableHandle(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: StepHook) -> RemovableHandle:
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    return RemovableHandle(_global_step_post_hooks, hook)
+
+
+def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a class's ``step`` so the registered step hooks run around it.
+
+    A ``step`` reached through ``super().step()`` from an overriding subclass
+    runs bare: the subclass's own wrapper already runs the hooks. When ``step``
+    returns an awaitable (an async closure), the post hooks run once it is done.
+    """
+
+    @functools.wraps(step)
+    def hooked(self: "Optimizer", *args: Any, **kwargs: Any) -> Any:
+        if type(self).step is not hooked:
+            return step(self, *args, **kwargs)
+        for pre in chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = pre(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                    )
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        if inspect.isawaitable(out):
+            return _post_hooks_after(self, out, args, kwargs)
+        self._run_step_post_hooks(args, kwargs)
+        return out
+
+    hooked._with_step_hooks = True  # type: ignore[attr-defined]
+    return hooked
+
+
+async def _post_hooks_after(opt: "Optimizer", pending: Awaitable[Any], args: tuple, kwargs: dict) -> Any:
+    out = await pending
+    opt._run_step_post_hooks(args, kwargs)
+    return out
+
+
+def _call_closure(closure: Callable[[], Any]) -> Any:
+    """Run the closure with gradients enabled (an async closure's coroutine is returned, not awaited)."""
+    with enable_grad():
+        return closure()
+
+
+async def _await_closure(pending: Awaitable[Any]) -> Any:
+    with enable_grad():
+        return await pending
+
 
 class Optimizer:
-    """Holds parameter groups and state; subclasses implement ``step``."""
+    """Holds parameter groups and per-parameter state; subclasses implement ``_update_group`` (or ``step``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__ and not getattr(cls.__dict__["step"], "_with_step_hooks", False):
+            cls.step = _with_step_hooks(cls.__dict__["step"])  # type: ignore[method-assign]
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
-        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
-        self.param_groups: list[dict[str, Any]] = []
+        self._optimizer_step_pre_hooks: OrderedDict[int, StepHook] = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict[int, StepHook] = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, but got "
-                + type(params).__name__
+                + _typename(params)
             )
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
         param_groups = list(params)
         if len(param_groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
@@ -47,6 +133,20 @@ class Optimizer:
             param_groups = [{"params": param_groups}]
         for group in param_groups:
             self.add_param_group(group)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in ("step_pre", "step_post", "state_dict_pre", "state_dict_post",
+                     "load_state_dict_pre", "load_state_dict_post"):
+            self.__dict__.setdefault(f"_optimizer_{name}_hooks", OrderedDict())
+        # A checkpoint from an older version may lack newer hyperparameters: fill them from defaults.
+        for group in self.param_groups:
+            for name, default in self.defaults.items():
+                if default is not required:
+                    group.setdefault(name, default)
 
     def __repr__(self) -> str:
         s = type(self).__name__ + " ("
@@ -57,31 +157,57 @@ class Optimizer:
                     s += f"\n    {key}: {group[key]}"
         return s + "\n)"
 
+    # ----- parameter groups ---------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
-        """Add a group of parameters with its own hyperparameters (missing ones from ``defaults``)."""
+        """Add a group of parameters with its own hyperparameters (missing ones from ``defaults``).
+
+        ``params`` may hold Tensors or ``(name, tensor)`` pairs (``named_parameters()``); with
+        names, they are kept under ``param_names``, and every group must have them.
+        """
         if not isinstance(param_group, dict):
-            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+            raise TypeError(f"param_group must be a dict, but got {_typename(param_group)}")
         params = param_group["params"]
         if isinstance(params, Tensor):
-            param_group["params"] = [params]
+            params = [params]
         elif isinstance(params, set):
             raise TypeError(
                 "optimizer parameters need to be organized in ordered collections, but the ordering of tensors "
                 "in sets will change between runs. Please use a list instead."
             )
         else:
-            param_group["params"] = list(params)
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        param_group["params"] = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
-                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + type(p).__name__)
-            if not p.is_leaf:
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(p))
+            if not (p.is_leaf or p.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             param_group.setdefault(name, default)
-        seen = {id(p) for g in self.param_groups for p in g["params"]}
-        if any(id(p) in seen for p in param_group["params"]):
+        ids = [id(p) for p in param_group["params"]]
+        if len(ids) != len(set(ids)):
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an "
+                "error; see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
+        seen: set[int] = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError(
+                    f"all optimizer param groups should be with/without names. cannot add param group {which} "
+                    "to the optimizer"
+                )
+        if not seen.isdisjoint(ids):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
@@ -100,65 +226,163 @@ class Optimizer:
                 else:
                     p._grad = Tensor._wrap(np.zeros_like(g._data), g._device)
 
+    # ----- step ---------------------------------------------------------------------------
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        raise NotImplementedError
+        """Update every parameter that has a gradient, in place; return the closure's loss (or None).
 
-    def _run_closure(self, closure: Callable[[], Any] | None) -> Any:
+        ``closure`` re-evaluates the model and returns the loss. When it is ``async
+        def`` (or returns an awaitable), ``step`` returns an awaitable instead: the
+        closure and then the update run when it is awaited, ``loss = await
+        opt.step(closure)``.
+        """
         if closure is None:
+            self._update()
             return None
-        from ..autograd.grad_mode import enable_grad
+        loss = _call_closure(closure)
+        if inspect.isawaitable(loss):
+            return self._update_after(loss)
+        self._update()
+        return loss
 
-        with enable_grad():
-            return closure()
+    async def _update_after(self, pending: Awaitable[Any]) -> Any:
+        loss = await _await_closure(pending)
+        self._update()
+        return loss
 
-    # ----- state_dict -----------------------------------------------------------------
+    def _update(self) -> None:
+        with no_grad():
+            for group in self.param_groups:
+                self._update_group(group)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        """Update the parameters of one group in place (built-in optimizers implement this)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step() (or _update_group())")
+
+    # ----- hooks ----------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: StepHook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs) -> None | (args, kwargs)`` runs before each ``step``."""
+        return RemovableHandle(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: StepHook) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` runs after each ``step``."""
+        return RemovableHandle(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable[["Optimizer"], None], prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` runs before ``state_dict`` builds its result."""
+        return _register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict) -> None | state_dict`` runs on ``state_dict``'s result."""
+        return _register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any], prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict) -> None | state_dict`` runs before ``load_state_dict`` reads it."""
+        return _register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[["Optimizer"], None], prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` runs after ``load_state_dict``."""
+        return _register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    def _run_step_post_hooks(self, args: tuple, kwargs: dict) -> None:
+        for post in chain(self._optimizer_step_post_hooks.values(), _global_step_post_hooks.values()):
+            post(self, args, kwargs)
+
+    # ----- state_dict ------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}`` as torch."""
+        """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``, as torch.
+
+        Parameters are numbered in group order; the per-parameter state dicts are the
+        optimizer's own (not copies), as torch's are: deep-copy to keep a snapshot.
+        """
+        for pre in self._optimizer_state_dict_pre_hooks.values():
+            pre(self)
         index: dict[int, int] = {}
         groups = []
-        start = 0
         for g in self.param_groups:
-            ids = list(range(start, start + len(g["params"])))
-            for i, p in zip(ids, g["params"]):
-                index[id(p)] = i
-            start += len(ids)
             packed = {k: v for k, v in g.items() if k != "params"}
-            packed["params"] = ids
+            for p in g["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in g["params"]]
             groups.append(packed)
-        state = {}
-        for p, s in self.state.items():
-            state[index[id(p)]] = {
-                k: (Tensor._wrap(v.copy()) if isinstance(v, np.ndarray) else copy.deepcopy(v)) for k, v in s.items()
-            }
-        return {"state": state, "param_groups": groups}
+        state = {(index[id(p)] if isinstance(p, Tensor) else p): s for p, s in self.state.items()}
+        result: dict[str, Any] = {"state": state, "param_groups": groups}
+        for post in self._optimizer_state_dict_post_hooks.values():
+            out = post(self, result)
+            if out is not None:
+                result = out
+        return result
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore hyperparameters and state saved by ``state_dict`` (same parameter layout)."""
-        groups = state_dict["param_groups"]
-        if len(groups) != len(self.param_groups):
+        """Restore hyperparameters and state saved by ``state_dict`` (same parameter layout).
+
+        Floating state Tensors are copied and cast to their parameter's dtype, except the
+        ``step`` counters, which keep theirs (as torch).
+        """
+        state_dict = state_dict.copy()
+        for pre in self._optimizer_load_state_dict_pre_hooks.values():
+            out = pre(self, state_dict)
+            if out is not None:
+                state_dict = out
+        saved_groups = copy.deepcopy(state_dict["param_groups"])
+        if len(self.param_groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
-        if any(len(a["params"]) != len(b["params"]) for a, b in zip(self.param_groups, groups)):
+        if any(len(a["params"]) != len(b["params"]) for a, b in zip(self.param_groups, saved_groups)):
             raise ValueError(
                 "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
             )
-        id_map = {}
-        for g, saved in zip(self.param_groups, groups):
-            for p, i in zip(g["params"], saved["params"]):
-                id_map[i] = p
-            for k, v in saved.items():
-                if k != "params":
-                    g[k] = v
-        self.state = defaultdict(dict)
-        for i, s in state_dict["state"].items():
-            p = id_map[i]
-            self.state[p] = {
-                k: (np.array(v._data if isinstance(v, Tensor) else v, dtype=p._data.dtype)
-                    if isinstance(v, (Tensor, np.ndarray)) else copy.deepcopy(v))
-                for k, v in s.items()
-            }
+        id_map = {
+            i: p for g, saved in zip(self.param_groups, saved_groups) for i, p in zip(saved["params"], g["params"])
+        }
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = {key: _cast_state(param, val, key) for key, val in v.items()}
+            else:
+                state[k] = v
+        for g, saved in zip(self.param_groups, saved_groups):
+            saved["params"] = g["params"]
+            if "param_names" in g and "param_names" not in saved:
+                saved["param_names"] = g["param_names"]
+        self.__setstate__({"state": state, "param_groups": saved_groups})
+        for post in self._optimizer_load_state_dict_post_hooks.values():
+            post(self)
 
 
-def _grad_array(p: Tensor, maximize: bool = False) -> np.ndarray | None:
+Optimizer.step = _with_step_hooks(Optimizer.step)  # type: ignore[method-assign]
+
+
+def _register(store: "OrderedDict[int, Any]", hook: Any, prepend: bool) -> RemovableHandle:
+    handle = RemovableHandle(store, hook)
+    if prepend:
+        store.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _typename(obj: Any) -> str:
+    return "aiograd.Tensor" if isinstance(obj, Tensor) else type(obj).__name__
+
+
+def _cast_state(param: Tensor, value: Any, key: Any = None) -> Any:
+    """A copy of one loaded state value: Tensors (and arrays) cast to ``param``'s floating dtype."""
+    if isinstance(value, (Tensor, np.ndarray)):
+        arr = value._data if isinstance(value, Tensor) else value
+        if key != "step" and param._data.dtype.kind == "f":
+            arr = arr.astype(param._data.dtype)
+        return Tensor._wrap(np.array(arr, copy=True), param._device)
+    if key in ("step", "mu_product") and isinstance(value, (int, float)):
+        return step_state(float(value))  # a checkpoint that kept these as numbers (older torch)
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(param, v) for v in value)
+    return copy.deepcopy(value)
+
+
+# ----- shared by the optimizers ---------------------------------------------------------------
+
+
+def _grad_array(p: Tensor) -> np.ndarray | None:
     """The gradient array of ``p`` (None when it has none)."""
     g = p._grad
     if g is None:
@@ -171,3 +395,59 @@ def _grad_array(p: Tensor, maximize: bool = False) -> np.ndarray | None:
 def _bump(p: Tensor) -> None:
     p._version_counter.value += 1
 
+
+def _check_lr(lr: Any) -> None:
+    """Validate ``lr`` as torch does: a non-negative number or a 1-element Tensor."""
+    if isinstance(lr, Tensor):
+        if lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if lr._data.dtype.kind not in "biuf":
+            raise TypeError(f"Tensor lr must be real, but got dtype {lr.dtype}")
+    elif not isinstance(lr, (int, float, np.integer, np.floating)):  # bool is an int, as torch lets it be
+        raise TypeError(f"lr must be a float or a 1-element Tensor, but got {type(lr).__name__}")
+    if not 0.0 <= scalar(lr):
+        raise ValueError(f"Invalid learning rate: {scalar(lr)}")
+
+
+def _check_nonnegative(**values: Any) -> None:
+    """torch's range checks: ``Invalid <name> value: <v>`` for the first negative one, in the order given."""
+    for name, value in values.items():
+        if not 0.0 <= scalar(value):
+            raise ValueError(f"Invalid {name} value: {value}")
+
+
+def _check_impl_flags(
+    opt: Optimizer, *, foreach: Any = None, fused: Any = None, capturable: Any = False, differentiable: Any = False
+) -> None:
+    """Accept torch's implementation switches where they change nothing on numpy; refuse the rest.
+
+    ``foreach`` and ``fused`` choose among torch's kernels for the same update: on numpy
+    they change nothing and are accepted (with torch's own consistency errors).
+    ``capturable`` (CUDA graphs) and ``differentiable`` (autograd through ``step``)
+    would change what ``step`` does and are refused with a message saying so.
+    """
+    name = type(opt).__name__
+    if fused:
+        if differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
+        if foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if differentiable:
+        raise RuntimeError(
+            f"{name}(differentiable=True) is not supported: aiograd's optimizers update parameters in place "
+            "outside the autograd graph, so no gradient can flow through step(). Leave differentiable=False."
+        )
+    if capturable:
+        raise RuntimeError(
+            f"{name}(capturable=True) is not supported: it makes an optimizer safe to capture in a CUDA graph, "
+            "and aiograd's parameters are numpy arrays. Leave capturable=False."
+        )
+
+
+def _check_fused_param(p: Tensor) -> None:
+    """torch's ``fused=True`` runs only on real floating parameters."""
+    if p._data.dtype.kind != "f":
+        raise RuntimeError(
+            "`fused=True` requires all the params to be floating point Tensors of supported devices: ['cpu'] "
+            f"but {p.dtype} and cpu"
+        )
