@@ -286,3 +286,15 @@ def test_calculate_gain_and_fan_errors():
         init.calculate_gain("swish")
     with pytest.raises(ValueError, match="Fan in and fan out can not be computed"):
         init.xavier_uniform_(ag.zeros(3))
+
+
+def test_reassigning_a_parameter_or_submodule_keeps_its_place():
+    m = nn.Module()
+    m.a = nn.Parameter(ag.ones(1))
+    m.b = nn.Parameter(ag.ones(1))
+    m.c = nn.Linear(1, 1)
+    m.d = nn.ReLU()
+    m.a = nn.Parameter(ag.zeros(1))
+    m.c = nn.Tanh()
+    assert [k for k, _ in m.named_parameters()] == ["a", "b"]
+    assert [k for k, _ in m.named_children()] == ["c", "d"]

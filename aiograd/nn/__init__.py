@@ -3,7 +3,8 @@
 Built only on aiograd's public operations; ``await loss.backward()`` trains them.
 """
 
-from . import functional, init
+from . import functional, init, utils
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .modules import (
     Conv2d,
     CrossEntropyLoss,
@@ -17,7 +18,6 @@ from .modules import (
     LogSoftmax,
     MaxPool2d,
     Module,
-    ModuleList,
     MSELoss,
     NLLLoss,
     ReLU,
@@ -25,11 +25,13 @@ from .modules import (
     Sigmoid,
     Softmax,
     Tanh,
+    Unflatten,
 )
 from .parameter import Parameter
 
 __all__ = [
-    "functional", "init", "Parameter", "Module", "Sequential", "ModuleList", "Identity", "Linear", "Conv2d",
-    "ReLU", "Tanh", "GELU", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Flatten", "MaxPool2d",
+    "functional", "init", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+    "ParameterDict", "Identity", "Linear", "Conv2d",
+    "ReLU", "Tanh", "GELU", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Flatten", "Unflatten", "MaxPool2d",
     "Embedding", "LayerNorm", "CrossEntropyLoss", "NLLLoss", "MSELoss",
 ]

@@ -22,8 +22,8 @@ from . import init
 from .parameter import Parameter
 
 __all__ = [
-    "Module", "Linear", "Conv2d", "Sequential", "ModuleList", "ReLU", "Tanh", "GELU", "Sigmoid",
-    "Softmax", "LogSoftmax", "Dropout", "Flatten", "MaxPool2d", "Embedding", "LayerNorm", "Identity",
+    "Module", "Linear", "Conv2d", "Sequential", "ReLU", "Tanh", "GELU", "Sigmoid",
+    "Softmax", "LogSoftmax", "Dropout", "Flatten", "Unflatten", "MaxPool2d", "Embedding", "LayerNorm", "Identity",
     "CrossEntropyLoss", "MSELoss", "NLLLoss",
 ]
 
@@ -69,7 +69,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._remove_from(name)
+            self._remove_from(name, keep=params)
             params[name] = value
             return
         if params is not None and name in params:
@@ -84,7 +84,7 @@ class Module:
         if isinstance(value, Module):
             if modules is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._remove_from(name)
+            self._remove_from(name, keep=modules)
             modules[name] = value
             return
         if modules is not None and name in modules:
@@ -105,9 +105,10 @@ class Module:
             return
         object.__setattr__(self, name, value)
 
-    def _remove_from(self, name: str) -> None:
+    def _remove_from(self, name: str, keep: Any = None) -> None:
+        """Forget ``name`` everywhere but in ``keep``, the store about to get it (its place there is kept, as torch)."""
         for d in (self.__dict__, self._parameters, self._buffers, self._modules):
-            if name in d:
+            if d is not keep and name in d:
                 del d[name]
         self._non_persistent_buffers.discard(name)
 
@@ -449,28 +450,6 @@ class Sequential(Module):
         return self
 
 
-class ModuleList(Module):
-    """A list of submodules, registered by position."""
-
-    def __init__(self, modules: Any = None) -> None:
-        super().__init__()
-        for m in modules or ():
-            self.append(m)
-
-    def append(self, module: Module) -> "ModuleList":
-        self.add_module(str(len(self._modules)), module)
-        return self
-
-    def __len__(self) -> int:
-        return len(self._modules)
-
-    def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())  # type: ignore[arg-type]
-
-    def __getitem__(self, idx: int) -> Module:
-        return list(self._modules.values())[idx]  # type: ignore[return-value]
-
-
 # ----- layers ------------------------------------------------------------------------------
 
 
@@ -662,6 +641,47 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split dimension ``dim`` into ``unflattened_size`` (the inverse of Flatten; one entry may be -1)."""
+
+    def __init__(self, dim: int, unflattened_size: Any) -> None:
+        super().__init__()
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(
+                f"unflattened_size must be a tuple of ints, but found type {type(unflattened_size).__name__}"
+            )
+        for i, size in enumerate(unflattened_size):
+            if not isinstance(size, int):
+                raise TypeError(
+                    f"unflattened_size must be tuple of ints, but found element of type {type(size).__name__} at pos {i}"
+                )
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:
+        shape = input.shape
+        dim = self.dim + len(shape) if self.dim < 0 else self.dim
+        if not 0 <= dim < len(shape):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-len(shape)}, {len(shape) - 1}], but got {self.dim})"
+            )
+        sizes = tuple(self.unflattened_size)
+        if sizes.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        known = 1
+        for s in sizes:
+            known *= s if s != -1 else 1
+        if (known != shape[dim]) if -1 not in sizes else (known == 0 or shape[dim] % known):
+            raise RuntimeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {self.dim} "
+                f"({shape[dim]}) in the input tensor"
+            )
+        return input.reshape(*shape[:dim], *sizes, *shape[dim + 1:])  # type: ignore[attr-defined]
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class MaxPool2d(Module):
