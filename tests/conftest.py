@@ -336,3 +336,20 @@ def loop_block_watchdog(request: pytest.FixtureRequest):
 def _no_blocking_marker(request: pytest.FixtureRequest) -> None:
     if request.node.get_closest_marker("no_blocking") is not None:
         request.getfixturevalue("loop_block_watchdog")
+
+
+# --------------------------------------------------------------------------- #
+# Offload policy                                                               #
+# --------------------------------------------------------------------------- #
+
+
+@pytest.fixture
+def offload_always() -> Any:
+    """Run every offloadable node on its device's executor thread (``ag.set_offload("always")``),
+    and restore the previous mode after the test."""
+    import aiograd as ag
+
+    before = ag.get_offload()
+    ag.set_offload("always")
+    yield
+    ag.set_offload(before)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -12,14 +11,6 @@ import pytest
 
 import aiograd as ag
 from aiograd.autograd.executors import _RUNTIMES
-
-
-@pytest.fixture
-def offload_always() -> Iterator[None]:
-    before = ag.get_offload()
-    ag.set_offload("always")
-    yield
-    ag.set_offload(before)
 
 
 def _long_graph(n: int = 300) -> tuple[ag.Tensor, ag.Tensor, ag.Tensor]:

@@ -58,6 +58,7 @@ from . import grad_mode as _gm
 from .executors import policy as offload_policy
 from .graph import sole_owner as _sole_owner
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, is_expandable_to, sum_to
+from .monitor import PassMonitor, pass_monitor
 from .ready_queue import next_tiebreak
 
 __all__ = [
@@ -154,6 +155,7 @@ class GraphTask:
         "done",
         "post",
         "futures",
+        "monitor",
     )
 
     def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int) -> None:
@@ -176,6 +178,7 @@ class GraphTask:
         self.done: list[tuple[Any, ...]] = []  # nodes whose kernels ran on a device thread
         self.post: Any = None  # schedules a call on the loop thread from a device thread
         self.futures: list[Any] = []  # executor jobs submitted for this pass
+        self.monitor: PassMonitor | None = None  # profiler/progress, NOTE [Pass monitor] in monitor.py
 
     # ----- staging (NOTE [Staged gradients]) -------------------------------------------
     def stage(self, variable: Tensor, g: Any, retained: bool = False) -> None:
@@ -227,6 +230,8 @@ class GraphTask:
         """Called on the loop thread when a device thread finished ``node``."""
         self.outstanding -= 1
         self.done.append((node, grads, outputs, err, secs))
+        if self.monitor is not None:
+            self.monitor.device_node_done()
         self.notify()
 
 
@@ -487,11 +492,13 @@ class Engine:
         create_graph: bool,
         accumulate_grad: bool,
         outputs: Sequence[Edge] | None = None,
+        progress: Any = None,
     ) -> list[Any] | None:
         """Run one backward pass from ``roots`` seeded with ``root_grads``.
 
         Returns the captured gradients of ``outputs`` when ``accumulate_grad``
         is false (``grad()``), else None after committing into ``.grad``.
+        ``progress`` (True or a callable ``(done, total)``) reports the nodes run.
         """
         parent = _current_graph_task.get()
         depth = parent.reentrant_depth + 1 if parent is not None else 0
@@ -515,6 +522,7 @@ class Engine:
             gt.exec_info = init_to_execute(first, outputs, accumulate_grad, min_topo)
             if not accumulate_grad:
                 gt.captured = [None] * len(outputs)
+        gt.monitor = pass_monitor(depth, progress, first, gt.table, gt.exec_info, _time_slice)
 
         if depth and depth % _REENTRANT_TASK_EVERY == 0:
             await _run_in_fresh_task(self._drive, gt, first, first_grads)
@@ -537,6 +545,8 @@ class Engine:
         finally:
             _gm._grad_enabled.reset(mode_token)
             _current_graph_task.reset(token)
+            if gt.monitor is not None:
+                gt.monitor.finish()
 
     async def _abandon(self, gt: GraphTask) -> None:
         """NOTE [Cancellation]: after a failure or cancel, drop this pass's queued device work
@@ -590,6 +600,8 @@ class Engine:
         keep_graph = gt.keep_graph
         check_nan = gt.check_nan
         done = gt.done
+        monitor = gt.monitor  # None unless profiling or progress (NOTE [Pass monitor])
+        started = 0.0
         min_work = offload_policy.engine_min_work()
         AG = AccumulateGrad
         checkpoint = _aio.checkpoint_function()
@@ -610,6 +622,8 @@ class Engine:
                     if node is None:
                         pass
                     else:
+                        if monitor is not None:
+                            started = perf_counter()
                         if node._hooked:
                             grads = call_tensor_pre_hooks(gt, node, grads)
                             if node._pre_hooks:
@@ -629,6 +643,8 @@ class Engine:
                             outputs = node.apply(grads)
                             if outputs.__class__ is not tuple and outputs.__class__ is not list:
                                 outputs = await outputs
+                        if monitor is not None and (outputs is not None or node.__class__ is AG):
+                            monitor.ran(node, started)  # not when dispatched: the device thread reports it
                 # ---- post-process the outputs and propagate them -------------------------
                 if outputs is not None:
                     edges = node.next_edges  # type: ignore[union-attr]

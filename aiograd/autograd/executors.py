@@ -84,7 +84,10 @@ class DeviceRuntime:
             err = None
         except BaseException as e:  # handed to the driver, which raises it
             outputs, err = None, e
-        gt.post(gt.device_done, node, grads, outputs, err, perf_counter() - t0)
+        t1 = perf_counter()
+        if gt.monitor is not None:
+            gt.monitor.ran_on_device(node, t0, t1)
+        gt.post(gt.device_done, node, grads, outputs, err, t1 - t0)
 
     def discard(self, gt: "GraphTask") -> int:
         """Drop the queued (not running) nodes of ``gt``; return how many."""
