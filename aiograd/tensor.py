@@ -449,11 +449,16 @@ class Tensor:
         retain_graph: bool | None = None,
         create_graph: bool = False,
         inputs: "Tensor | Sequence[Tensor] | None" = None,
+        *,
+        progress: "bool | Callable[[int, int], Any] | None" = None,
     ) -> None:
-        """Compute the gradient of this tensor w.r.t. the graph leaves (awaitable)."""
+        """Compute the gradient of this tensor w.r.t. the graph leaves (awaitable).
+
+        ``progress=True`` shows a tqdm bar of the pass; a callable gets ``(done, total)``.
+        """
         from .autograd import backward as _backward
 
-        await _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        await _backward(self, gradient, retain_graph, create_graph, inputs=inputs, progress=progress)
 
     def backward_sync(
         self,
@@ -461,11 +466,13 @@ class Tensor:
         retain_graph: bool | None = None,
         create_graph: bool = False,
         inputs: "Tensor | Sequence[Tensor] | None" = None,
+        *,
+        progress: "bool | Callable[[int, int], Any] | None" = None,
     ) -> None:
         """Blocking ``backward`` for code outside an event loop."""
         from .autograd import backward_sync as _backward_sync
 
-        _backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs, progress=progress)
 
 
 def _init_tensor(t: Tensor, data: np.ndarray, device: Device) -> None:

@@ -89,8 +89,8 @@ def test_keyword_arguments_follow_torch() -> None:
     def params(fn) -> list[str]:
         return list(inspect.signature(fn).parameters)
 
-    assert params(ag.backward) == ["tensors", "grad_tensors", "retain_graph", "create_graph", "inputs"]
-    assert params(ag.Tensor.backward) == ["self", "gradient", "retain_graph", "create_graph", "inputs"]
+    assert params(ag.backward) == ["tensors", "grad_tensors", "retain_graph", "create_graph", "inputs", "progress"]
+    assert params(ag.Tensor.backward) == ["self", "gradient", "retain_graph", "create_graph", "inputs", "progress"]
     g = params(ag.grad)
     for kw in ("outputs", "inputs", "grad_outputs", "retain_graph", "create_graph", "allow_unused", "materialize_grads"):
         assert kw in g

@@ -7,7 +7,7 @@ to the engine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 from . import grad_mode
 from .grad_mode import (
@@ -117,8 +117,14 @@ async def backward(
     retain_graph: bool | None = None,
     create_graph: bool = False,
     inputs: TensorOrTensors | None = None,
+    *,
+    progress: bool | Callable[[int, int], Any] | None = None,
 ) -> None:
-    """Accumulate into ``.grad`` of the leaves the gradient of ``tensors`` (torch.autograd.backward)."""
+    """Accumulate into ``.grad`` of the leaves the gradient of ``tensors`` (torch.autograd.backward).
+
+    ``progress=True`` shows a tqdm bar of the nodes run out of the nodes the
+    pass will run; a callable gets ``(done, total)`` instead (see ``PassMonitor``).
+    """
     from .engine import default_engine
 
     roots = _as_tuple(tensors)
@@ -141,7 +147,7 @@ async def backward(
             if t.grad_fn is not None:
                 t.retain_grad()
             outputs.append(t._gradient_edge())
-    await default_engine.execute(edges, grads, retain_graph, create_graph, True, outputs)
+    await default_engine.execute(edges, grads, retain_graph, create_graph, True, outputs, progress=progress)
 
 
 async def grad(
@@ -153,8 +159,13 @@ async def grad(
     allow_unused: bool | None = None,
     is_grads_batched: bool = False,
     materialize_grads: bool = False,
+    *,
+    progress: bool | Callable[[int, int], Any] | None = None,
 ) -> tuple["Tensor | None", ...]:
-    """The gradients of ``outputs`` w.r.t. ``inputs``, without touching ``.grad`` (torch.autograd.grad)."""
+    """The gradients of ``outputs`` w.r.t. ``inputs``, without touching ``.grad`` (torch.autograd.grad).
+
+    ``progress``: as for :func:`backward`.
+    """
     import numpy as np
 
     from ..tensor import Tensor
@@ -183,7 +194,9 @@ async def grad(
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         out_edges.append(t._gradient_edge())
-    captured = await default_engine.execute(edges, grads, retain_graph, create_graph, False, out_edges)
+    captured = await default_engine.execute(
+        edges, grads, retain_graph, create_graph, False, out_edges, progress=progress
+    )
     assert captured is not None
     result: list[Tensor | None] = []
     for t, g in zip(ins, captured):
