@@ -21,6 +21,7 @@ from benchmarks import _harness as H
 SHAPE = (4,)
 UNIT = "us/node"
 ENGINES = ("aiograd", "HIPS autograd", "torch (1 thread)")
+PROFILED = "aiograd (profiling on)"  # opt-in row: the same backward inside ag.profiler.profile()
 
 #: build(x, ops) -> y; ``ops`` gives the engine's ``sin``; * and + are operators
 Builder = Callable[[Any, SimpleNamespace], Any]
@@ -66,8 +67,9 @@ def _x0() -> np.ndarray:
 # call; grad() runs one more pass and returns d(sum)/dx, for the cross-check.
 
 
-def aiograd_engine(build: Builder) -> tuple[H.Sampler, Callable[[], np.ndarray]]:
-    """Timed: ``await loss.backward()`` (graph and sum built untimed), on one event loop."""
+def aiograd_engine(build: Builder, profiled: bool = False) -> tuple[H.Sampler, Callable[[], np.ndarray]]:
+    """Timed: ``await loss.backward()`` (graph and sum built untimed), on one event loop;
+    ``profiled``: inside ``with ag.profiler.profile()``."""
     ag = H.import_aiograd()
     if ag is None:
         raise ModuleNotFoundError("aiograd")
@@ -78,7 +80,11 @@ def aiograd_engine(build: Builder) -> tuple[H.Sampler, Callable[[], np.ndarray]]
         return x, build(x, ops).sum()
 
     async def timed(state: tuple[Any, Any]) -> None:
-        await state[1].backward()
+        if profiled:
+            with ag.profiler.profile():
+                await state[1].backward()
+        else:
+            await state[1].backward()
 
     sampler = H.AsyncSampler(timed, setup)
 
@@ -129,17 +135,19 @@ def torch_engine(build: Builder) -> tuple[H.Sampler, Callable[[], np.ndarray]]:
 
 _ENGINES = {
     "aiograd": (aiograd_engine, "aiograd"),
+    PROFILED: (lambda build: aiograd_engine(build, profiled=True), "aiograd"),
     "HIPS autograd": (hips_engine, "autograd"),
     "torch (1 thread)": (torch_engine, "torch"),
 }
 
 
-def measure_case(bench: str, case: str, build: Builder, nodes: int, repeat: int) -> list[dict[str, Any]]:
+def measure_case(bench: str, case: str, build: Builder, nodes: int, repeat: int,
+                 engines: tuple[str, ...] = ENGINES) -> list[dict[str, Any]]:
     """Rows (µs/node, one per engine, sampled round-robin); gradients cross-checked against a peer."""
     rows: dict[str, dict[str, Any]] = {}
     samplers: dict[str, H.Sampler] = {}
     grads: dict[str, Callable[[], np.ndarray]] = {}
-    for engine in ENGINES:
+    for engine in engines:
         factory, module = _ENGINES[engine]
         try:
             samplers[engine], grads[engine] = factory(build)
@@ -153,7 +161,7 @@ def measure_case(bench: str, case: str, build: Builder, nodes: int, repeat: int)
         else:
             rows[engine] = H.row(bench, case, engine, result.median / nodes * 1e6, UNIT, nodes=nodes,
                                  median_ms=result.median * 1e3, spread=round(result.spread, 3))
-    out = [rows[e] for e in ENGINES]
+    out = [rows[e] for e in engines]
     _check_grads(out, grads)
     return out
 
