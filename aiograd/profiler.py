@@ -22,6 +22,7 @@ nothing measurable.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections import defaultdict
@@ -160,8 +161,9 @@ class profile:
         Nodes of reentrant passes (depth >= 1) are hatched. A row splits into
         stacked lanes where runs overlap: the nodes a reentrant pass runs sit
         above the node that awaits it, as in a flame graph.
-        Needs matplotlib (``pip install 'aiograd[viz]'``); uses no pyplot state,
-        so it works under any backend (Agg included) and shows in notebooks.
+        Needs matplotlib (``pip install 'aiograd[viz]'``). It uses no pyplot
+        state, so it works under any backend (Agg included), and it shows as a
+        PNG when a notebook cell returns it.
         """
         mpl_figure = require("matplotlib.figure", "profile.timeline()")
         from matplotlib import colormaps
@@ -169,7 +171,7 @@ class profile:
 
         events = self.events
         tracks = _tracks(events)
-        fig = mpl_figure.Figure(figsize=(10, 1.6 + 0.6 * max(1, len(tracks))), layout="constrained")
+        fig = _figure_class(mpl_figure)(figsize=(10, 1.6 + 0.6 * max(1, len(tracks))), layout="constrained")
         ax = fig.add_subplot()
         ax.set_xlabel("ms since the profile started")
         if not events:
@@ -235,6 +237,26 @@ def _stats_by_name(events: Sequence[NodeEvent]) -> list[_Stats]:
             s[1] += d
             s[2] = max(s[2], d)
     return [_Stats(name, calls, total, total / calls, mx) for name, (calls, total, mx) in acc.items()]
+
+
+_FIGURE: list[type] = []
+
+
+def _figure_class(mpl_figure: Any) -> type:
+    """``matplotlib.figure.Figure`` that a notebook displays as PNG without pyplot's inline backend."""
+    if not _FIGURE:
+
+        class Figure(mpl_figure.Figure):  # type: ignore[misc, name-defined]
+            """A matplotlib Figure with ``_repr_png_`` (a bare Figure has no notebook display of its own)."""
+
+            def _repr_png_(self) -> bytes:
+                buf = io.BytesIO()
+                self.savefig(buf, format="png", bbox_inches="tight")
+                return buf.getvalue()
+
+        Figure.__module__ = __name__
+        _FIGURE.append(Figure)
+    return _FIGURE[0]
 
 
 def _start_of(ev: NodeEvent) -> float:

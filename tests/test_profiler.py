@@ -316,6 +316,7 @@ async def test_timeline_is_a_figure_with_a_row_per_device_and_thread(offload_alw
     buf = io.BytesIO()
     fig.savefig(buf, format="png")  # renders without pyplot or a GUI backend
     assert buf.getvalue().startswith(b"\x89PNG")
+    assert fig._repr_png_().startswith(b"\x89PNG")  # what a notebook shows when a cell returns it
 
 
 def test_timeline_of_an_empty_profile() -> None:
