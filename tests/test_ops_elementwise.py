@@ -337,5 +337,252 @@ def test_clamp_needs_a_bound():
 
 def test_comparisons_are_not_differentiable():
     x = ag.tensor([1.0, 2.0], requires_grad=True)
-    for out in (x > 1, x == 1, x <= 2, ag.isnan(x), ag.sign(x)):
+    for out in (x > 1, x == 1, x <= 2, ag.isnan(x)):
         assert out.grad_fn is None and not out.requires_grad
+
+
+# ----- clamp with tensor bounds (torch's clamp_backward_min_max) -------------------------------
+
+
+async def test_clamp_with_tensor_bounds_gives_the_whole_gradient_to_x_at_the_bound():
+    x, lo, hi = _t([1.0, 2.0, 3.0]), _t([1.0, 1.0, 1.0]), _t([3.0, 3.0, 2.0])
+    out = ag.clamp(x, lo, hi)
+    assert out.grad_fn.name() == "ClampBackward0"
+    await out.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 0.0]  # x == min and x == max: all of it to x
+    assert lo.grad.tolist() == [0.0, 0.0, 0.0]
+    assert hi.grad.tolist() == [0.0, 0.0, 1.0]
+
+
+async def test_clamp_min_and_clamp_max_with_tensor_bounds():
+    for op, node, gx, gb in (
+        (ag.clamp_min, "ClampMinBackward1", [1.0, 0.0, 1.0], [0.0, 1.0, 0.0]),
+        (ag.clamp_max, "ClampMaxBackward1", [1.0, 1.0, 1.0], [0.0, 0.0, 0.0]),
+    ):
+        x, b = _t([1.0, 2.0, 3.0]), _t([1.0, 2.5, 3.0])
+        out = op(x, b)
+        assert out.grad_fn.name() == node
+        await out.sum().backward()
+        assert x.grad.tolist() == gx and b.grad.tolist() == gb
+    x = _t([0.0, 1.0, 2.0])
+    assert ag.clamp_min(x, 1.0).grad_fn.name() == "ClampMinBackward0"
+    assert x.clamp_max(1.0).grad_fn.name() == "ClampMaxBackward0"
+    assert x.clamp_min(1.0).tolist() == [1.0, 1.0, 2.0] and x.clamp_max(1.0).tolist() == [0.0, 1.0, 1.0]
+    (g,) = await ag.grad(ag.clamp_min(x, 1.0).sum(), x)
+    assert g.tolist() == [0.0, 1.0, 1.0]
+
+
+async def test_clamp_with_min_above_max_gives_max_and_its_gradient():
+    x, lo, hi = _t([1.0]), _t([3.0]), _t([2.0])
+    out = ag.clamp(x, lo, hi)
+    assert out.tolist() == [2.0]
+    await out.sum().backward()
+    assert (x.grad.item(), lo.grad.item(), hi.grad.item()) == (0.0, 0.0, 1.0)
+
+
+async def test_clamp_with_tensor_bounds_broadcasts_and_gradchecks():
+    rng = np.random.default_rng(0)
+    x = _t(rng.uniform(-2, 2, (2, 3)))
+    lo = _t(rng.uniform(-1.5, -0.5, (3,)))
+    hi = _t(rng.uniform(0.5, 1.5, (2, 1)))
+    assert ag.clamp(x, lo, hi).shape == (2, 3)
+    assert ag.clamp(x[0], ag.zeros(2, 1, dtype=ag.float64)).shape == (2, 3)
+    assert await ag.gradcheck(lambda a, b, c: ag.clamp(a, b, c), (x, lo, hi))
+    assert await ag.gradgradcheck(lambda a, b, c: ag.clamp(a, b, c), (x, lo, hi))
+    assert await ag.gradcheck(lambda a, b: ag.clamp_max(a, b), (x, hi))
+
+
+# ----- pow at its edges (torch's pow_backward_self / pow_backward_exponent) --------------------
+
+
+def _grads(fn, *values):
+    xs = [_t(v) for v in values]
+    with np.errstate(all="ignore"):  # the forward of 0 ** -1 and (-2) ** 0.5 (numpy would warn)
+        out = fn(*xs)
+    run_sync(lambda: out.sum().backward())
+    return out.detach().numpy(), [x.grad.numpy() for x in xs]
+
+
+_NAN, _INF = float("nan"), float("inf")
+
+
+def test_pow_gradients_at_zero_and_negative_bases_match_torch():
+    out, (ga, gb) = _grads(lambda a, b: a ** b, [0.0, 0.0, 0.0, -2.0, -2.0, 0.0, 2.0, -2.0],
+                           [0.0, -1.0, 2.0, 2.0, 3.0, 0.5, 0.0, 0.5])
+    np.testing.assert_array_equal(out, [1.0, _INF, 0.0, 4.0, -8.0, 0.0, 1.0, _NAN])
+    np.testing.assert_array_equal(ga, [0.0, -_INF, 0.0, -4.0, 12.0, _INF, 0.0, _NAN])
+    np.testing.assert_array_equal(gb, [0.0, -_INF, 0.0, _NAN, _NAN, 0.0, math.log(2.0), _NAN])
+
+
+def test_pow_gradients_at_nan_match_torch():
+    out, (ga, gb) = _grads(lambda a, b: a ** b, [_NAN, 1.0, 0.0], [0.0, _NAN, _NAN])
+    np.testing.assert_array_equal(out, [1.0, 1.0, _NAN])
+    np.testing.assert_array_equal(ga, [0.0, _NAN, _NAN])  # exponent 0: gradient 0 whatever the base
+    np.testing.assert_array_equal(gb, [_NAN, 0.0, _NAN])
+
+
+@pytest.mark.parametrize(
+    "exponent, base, grad",
+    [(0, [0.0, 1.0, _NAN], [0.0, 0.0, 0.0]), (-1, [0.0, 1.0], [-_INF, -1.0]), (0.5, [0.0, 1.0], [_INF, 0.5]),
+     (2.0, [0.0, -1.0], [0.0, -2.0]), (3, [0.0, -2.0], [0.0, 12.0]), (1.5, [0.0, -2.0], [0.0, _NAN])],
+)
+def test_pow_with_a_number_exponent_at_its_edges(exponent, base, grad):
+    _, (g,) = _grads(lambda a: a ** exponent, base)
+    np.testing.assert_array_equal(g, grad)
+
+
+@pytest.mark.parametrize(
+    "base, exponent, grad",
+    [(0.0, [0.0, 1.0, -1.0, 2.0], [0.0, 0.0, -_INF, 0.0]), (-2.0, [0.0, 1.0, 2.0, 0.5], [_NAN] * 4),
+     (2.0, [0.0, 1.0], [math.log(2.0), 2 * math.log(2.0)])],
+)
+def test_pow_with_a_number_base_at_its_edges(base, exponent, grad):
+    _, (g,) = _grads(lambda b: base ** b, exponent)
+    np.testing.assert_array_equal(g, grad)
+
+
+async def test_pow_edge_rules_hold_in_create_graph_passes():
+    a, b = _t([0.0, 0.0, 2.0]), _t([0.0, 2.0, 3.0])
+    ga, gb = await ag.grad((a ** b).sum(), (a, b), create_graph=True)
+    np.testing.assert_array_equal(ga.detach().numpy(), [0.0, 0.0, 12.0])
+    np.testing.assert_array_equal(gb.detach().numpy(), [0.0, 0.0, 8 * math.log(2.0)])
+    assert await ag.gradgradcheck(lambda x, y: x ** y, (_t([0.5, 1.5]), _t([-1.0, 2.0])))
+
+
+# ----- rounding division, floor_divide and remainder ---------------------------------------------
+
+_DIV_A = [0.25, -0.25, 5.0, -5.0, 5.0, 0.0, 1.0, -1.0, 0.0, _NAN, _INF]
+_DIV_B = [0.001, 0.001, 0.0, 0.0, -0.0, 0.0, _INF, _INF, -3.0, 1.0, 2.0]
+
+
+def test_floor_division_is_exact_like_torch_python_and_numpy():
+    q = ag.div(ag.tensor([0.25]), ag.tensor([0.001]), rounding_mode="floor")
+    assert q.tolist() == [249.0] and q.dtype == np.float32
+    assert 0.25 // 0.001 == 249.0
+    a, b = ag.tensor(_DIV_A, dtype=ag.float64), ag.tensor(_DIV_B, dtype=ag.float64)
+    floor = ag.div(a, b, rounding_mode="floor").numpy()
+    np.testing.assert_array_equal(floor, [249, -250, _INF, -_INF, -_INF, _NAN, 0, -1, -0.0, _NAN, _NAN])
+    assert np.signbit(floor[8])  # 0 / -3 floors to -0 (as torch)
+    np.testing.assert_array_equal(ag.floor_divide(a, b).numpy(), floor)
+    np.testing.assert_array_equal((a // b).numpy(), floor)
+
+
+def test_trunc_division_matches_torch_and_is_exact_on_integers():
+    a, b = ag.tensor(_DIV_A, dtype=ag.float64), ag.tensor(_DIV_B, dtype=ag.float64)
+    trunc = ag.div(a, b, rounding_mode="trunc").numpy()
+    np.testing.assert_array_equal(trunc, [250, -250, _INF, -_INF, -_INF, _NAN, 0, -0.0, -0.0, _NAN, _INF])
+    i, j = ag.tensor([7, -7, 7, -7]), ag.tensor([2, 2, -2, -2])
+    assert ag.div(i, j, rounding_mode="trunc").tolist() == [3, -3, -3, 3]
+    assert ag.div(i, j, rounding_mode="floor").tolist() == [3, -4, -4, 3]
+    big = ag.tensor([2**62 + 1, -(2**62) - 1])
+    assert ag.div(big, 1, rounding_mode="trunc").tolist() == [2**62 + 1, -(2**62) - 1]
+    assert ag.div(big, 3, rounding_mode="trunc").tolist() == [(2**62 + 1) // 3, -((2**62 + 1) // 3)]
+
+
+def test_integer_division_by_zero_raises_like_torch():
+    for f in (lambda: ag.div(ag.tensor([7]), ag.tensor([0]), rounding_mode="floor"),
+              lambda: ag.div(ag.tensor([7]), 0, rounding_mode="trunc"),
+              lambda: ag.tensor([7]) // 0, lambda: ag.tensor([7]) % 0, lambda: 7 // ag.tensor([0])):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            f()
+
+
+def test_floor_divide_and_remainder_values_and_dtypes_like_torch():
+    i = ag.tensor([5, -5])
+    assert (i // 2).tolist() == [2, -3] and (i // 2).dtype == np.int64
+    assert (i % 3).tolist() == [2, 1]
+    assert (ag.tensor([5.0, -5.0]) % -3).tolist() == [-1.0, -2.0]
+    assert (17 // ag.tensor([5, -5])).tolist() == [3, -4] and (17 % ag.tensor([5, -5])).tolist() == [2, -3]
+    r = ag.remainder(ag.tensor([5.0, -5.0, 0.0]), ag.tensor([_INF, _INF, -3.0])).numpy()
+    np.testing.assert_array_equal(r, [5.0, _INF, 0.0])
+    assert not np.signbit(r[2])  # torch: fmod-based, 0 % -3 is +0
+    assert (i // 2.5).dtype == np.float32 and (ag.tensor([5, -4]) % 2.5).tolist() == [0.0, 1.0]
+    assert (ag.tensor(np.array([5], np.int32)) // ag.tensor(2)).dtype == np.int32
+    assert ag.tensor([7.0]).floor_divide(2).tolist() == [3.0] and ag.tensor([7]).remainder(4).tolist() == [3]
+    x = ag.tensor([7, 8])
+    x //= 3
+    assert x.tolist() == [2, 2]
+    x %= 2
+    assert x.tolist() == [0, 0]
+
+
+async def test_rounding_division_has_a_zero_gradient_like_torch():
+    x, y = _t([1.0, 2.0]), _t([1.0, 3.0])
+    out = ag.div(x, y, rounding_mode="floor")
+    assert out.grad_fn.name() == "DivBackward2"
+    await out.backward(ag.tensor([_INF, 1.0], dtype=ag.float64))
+    assert x.grad.tolist() == [0.0, 0.0] and y.grad.tolist() == [0.0, 0.0]
+    assert ag.div(x, 2, rounding_mode="trunc").grad_fn.name() == "DivBackward2"
+
+
+async def test_floor_divide_is_not_differentiable_and_remainder_is():
+    x = _t([1.0, 2.0])
+    for out, op in ((x // 2, "floor_divide"), (5 // x, "floor_divide"), (5 % x, "remainder")):
+        assert out.grad_fn.name() == "NotImplemented"
+        with pytest.raises(RuntimeError, match=f"derivative for aten::{op} is not implemented"):
+            await out.sum().backward()
+    assert x.grad is None
+    out = x % 1.5
+    assert out.grad_fn.name() == "RemainderBackward0"
+    await out.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0]
+    x.grad = None
+    b = _t([1.5, 1.5])
+    out = x % b
+    assert out.grad_fn.name() == "RemainderBackward1"
+    await out.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0] and b.grad.tolist() == [0.0, -1.0]
+    assert await ag.gradcheck(lambda p, q: ag.remainder(p, q), (_t([1.2, -2.3, 3.4]), _t([0.7, 0.9, -1.1])))
+
+
+# ----- NaN inputs (torch's rules) -------------------------------------------------------------------
+
+
+async def test_sign_of_nan_is_zero_and_sign_has_a_zero_gradient():
+    x = _t([_NAN, 0.0, -0.0, 2.0, -3.0])
+    out = ag.sign(x)
+    assert out.tolist() == [0.0, 0.0, 0.0, 1.0, -1.0]
+    assert out.grad_fn.name() == "SignBackward0"
+    await out.sum().backward()
+    assert x.grad.tolist() == [0.0] * 5
+    assert ag.sign(ag.tensor([-3, 0, 2])).tolist() == [-1, 0, 1]
+    assert ag.sign(ag.tensor([True, False])).tolist() == [True, False]
+
+
+@pytest.mark.parametrize(
+    "op, grad",
+    [(ag.abs, [0.0, 0.0, -1.0]), (ag.relu, [1.0, 0.0, 0.0])],
+)
+async def test_unary_gradients_at_nan_match_torch(op, grad):
+    x = _t([_NAN, 0.0, -1.0])
+    await op(x).sum().backward()
+    assert x.grad.tolist() == grad
+    (g2,) = await ag.grad(op(x).sum(), x, create_graph=True)
+    assert g2.tolist() == grad
+
+
+@pytest.mark.parametrize("op", [ag.maximum, ag.minimum, ag.max, ag.min])
+async def test_binary_extrema_give_nan_gradient_to_both_operands_like_torch(op):
+    a, b = _t([_NAN, 1.0, 1.0, _NAN]), _t([1.0, _NAN, 1.0, _NAN])
+    out = op(a, b)
+    assert np.isnan(out.detach().numpy()).tolist() == [True, True, False, True]
+    await out.sum().backward()
+    assert a.grad.tolist() == [1.0, 1.0, 0.5, 1.0]
+    assert b.grad.tolist() == [1.0, 1.0, 0.5, 1.0]
+
+
+async def test_clamp_gradients_at_nan_match_torch():
+    x = _t([_NAN, 0.0, 2.0])
+    await ag.clamp(x, 0.0, 2.0).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 1.0]
+    x, lo, hi = _t([_NAN, 1.0, 1.0, 1.0, 1.0]), _t([0.0, _NAN, 1.0, 1.0, 2.0]), _t([2.0, 2.0, _NAN, 1.0, 1.0])
+    out = ag.clamp(x, lo, hi)
+    assert np.isnan(out.detach().numpy()).tolist() == [True, True, True, False, False]
+    await out.sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0, 1.0, 0.0]
+    assert lo.grad.tolist() == [0.0] * 5
+    assert hi.grad.tolist() == [0.0, 0.0, 0.0, 0.0, 1.0]
+    for op in (ag.clamp_min, ag.clamp_max):
+        x, b = _t([_NAN, 1.0, 1.0]), _t([0.0, _NAN, 1.0])
+        await op(x, b).sum().backward()
+        assert x.grad.tolist() == [0.0, 0.0, 1.0] and b.grad.tolist() == [0.0, 0.0, 0.0]

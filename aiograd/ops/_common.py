@@ -12,6 +12,7 @@ and higher-order gradients need no second implementation.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -25,6 +26,12 @@ __all__ = [
     "implements_ufunc",
     "implements_function",
     "as_tensor_operand",
+    "is_operand",
+    "operand_error",
+    "check_operand",
+    "checked",
+    "dunder",
+    "broadcast_shapes",
     "common_device",
     "wrap",
     "promote_float",
@@ -100,18 +107,171 @@ def graph_mode(g: Any) -> bool:
     return g.__class__ is Tensor or isinstance(g, Tensor)
 
 
-def as_tensor_operand(x: Any, like: Tensor) -> Any:
-    """Coerce an operand of a binary op: Tensors stay, Python numbers stay (weak scalars), arrays wrap."""
+# NOTE [Operands]: what an op accepts where torch wants a Tensor, and the one
+# error it gives otherwise. An elementwise operand may be a Tensor, a Python
+# number (a "weak" scalar for type promotion), or a numpy array or scalar of a
+# numeric dtype (numpy interop: ``np.add(array, tensor)`` lands here). Anything
+# else (a str, None, a list, an object) is refused with torch's TypeError
+# "add(): argument 'other' (position 2) must be Tensor, not str" before numpy
+# sees it. Three places apply the rule, each once for every op:
+# * ``checked`` wraps each public function (``ag.exp``, ``ag.sum``,
+#   ``F.cross_entropy``): every parameter annotated ``Tensor`` (or
+#   ``Tensor | None``) must get one. Tensor methods need no check on ``self``.
+# * ``as_tensor_operand``/``check_operand``: the operands of binary ops, which
+#   may also be numbers (aiograd accepts ``ag.sub(1.0, x)``; torch only
+#   ``x.rsub``-style), and the ``other`` of methods (``x.add(None)``).
+# * ``dunder``: the operators return NotImplemented for a non-operand, so
+#   Python raises its own "unsupported operand type(s) for +: 'Tensor' and
+#   'str'" (as torch) and ``x == None`` is False.
+
+_NUMBERS = (bool, int, float, complex)
+
+
+def is_operand(x: Any) -> bool:
+    """Whether ``x`` may stand for a tensor in an elementwise op (NOTE [Operands])."""
+    if isinstance(x, (Tensor, bool, int, float, complex)):
+        return True
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.dtype.kind in "biufc"
+    return False
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, (np.ndarray, np.generic)):
+        return f"{type(x).__name__} of dtype {x.dtype}"
+    return type(x).__name__
+
+
+def operand_error(op: str, name: str, position: int | None, x: Any) -> TypeError:
+    """torch's error for a non-tensor argument: ``exp(): argument 'input' (position 1) must be Tensor, not str``."""
+    where = f" (position {position})" if position else ""
+    return TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not {_describe(x)}")
+
+
+def check_operand(x: Any, op: str, name: str, position: int | None) -> None:
+    """Raise ``operand_error`` unless ``x`` is an operand (NOTE [Operands])."""
+    if x.__class__ is not Tensor and not is_operand(x):
+        raise operand_error(op, name, position, x)
+
+
+def as_tensor_operand(x: Any, like: Tensor, op: str = "", name: str = "other", position: int | None = None) -> Any:
+    """Coerce an operand of a binary op: Tensors stay, Python numbers stay (weak scalars), numeric arrays wrap.
+
+    Anything else raises torch's TypeError for ``op`` (NOTE [Operands])."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, _NUMBERS):
         return x
-    if isinstance(x, complex):
-        return x
+    if not is_operand(x):
+        raise operand_error(op or "operator", name, position, x)
     arr = np.asarray(x)
     if arr.dtype.kind == "f" and not isinstance(x, np.ndarray) and not isinstance(x, np.generic):
         arr = arr.astype(like._data.dtype if like._data.dtype.kind == "f" else get_default_dtype())
     return Tensor._wrap(arr, like._device)
+
+
+def dunder(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[Tensor, Any], Any]:
+    """An operator method for the binary op ``fn``: NotImplemented for a non-operand (NOTE [Operands])."""
+    if reflected:
+
+        def method(self: Tensor, other: Any) -> Any:
+            if other.__class__ is not Tensor and not is_operand(other):
+                return NotImplemented
+            return fn(other, self)
+
+    else:
+
+        def method(self: Tensor, other: Any) -> Any:
+            if other.__class__ is not Tensor and not is_operand(other):
+                return NotImplemented
+            return fn(self, other)
+
+    method.__name__ = method.__qualname__ = getattr(fn, "__name__", "op")
+    method.__doc__ = fn.__doc__
+    return method
+
+
+_TENSOR_HINTS = {"Tensor": False, "Tensor | None": True, Tensor: False}
+
+
+def checked(fn: F) -> F:
+    """The public form of op ``fn``: the same signature, and a TypeError in torch's words when a
+    parameter annotated ``Tensor`` (or ``Tensor | None``) gets something else (NOTE [Operands]).
+
+    The wrapper is compiled with ``fn``'s own parameter list, so a call costs one plain
+    Python call more, not an ``*args``/``**kwargs`` repack. Functions with no such
+    parameter are returned unchanged.
+    """
+    sig = inspect.signature(fn)
+    params: list[str] = []
+    call: list[str] = []
+    checks: list[str] = []
+    ns: dict[str, Any] = {"_fn": fn, "Tensor": Tensor, "_error": operand_error}
+    position = 0
+    star = False
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            call.append(f"*{p.name}")
+            star = True
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+            call.append(f"**{p.name}")
+            continue
+        pos: int | None = None
+        if p.kind is p.KEYWORD_ONLY:
+            if not star:
+                params.append("*")
+                star = True
+            call.append(f"{p.name}={p.name}")
+        else:
+            position += 1
+            pos = position
+            call.append(p.name)
+        if p.default is p.empty:
+            params.append(p.name)
+        else:
+            ns[f"_default_{p.name}"] = p.default
+            params.append(f"{p.name}=_default_{p.name}")
+        optional = _TENSOR_HINTS.get(p.annotation) if isinstance(p.annotation, (str, type)) else None
+        if optional is not None:
+            allow_none = f" and {p.name} is not None" if optional else ""
+            checks.append(
+                f"    if {p.name}.__class__ is not Tensor and not isinstance({p.name}, Tensor){allow_none}:\n"
+                f"        raise _error({fn.__name__!r}, {p.name!r}, {pos}, {p.name})\n"
+            )
+    if not checks:
+        return fn
+    src = f"def {fn.__name__}({', '.join(params)}):\n" + "".join(checks) + f"    return _fn({', '.join(call)})\n"
+    exec(src, ns)
+    public = ns[fn.__name__]
+    public.__doc__ = fn.__doc__
+    public.__module__ = fn.__module__
+    public.__qualname__ = fn.__qualname__
+    public.__wrapped__ = fn
+    public.__annotations__ = getattr(fn, "__annotations__", {})
+    return public  # type: ignore[no-any-return]
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape ``shapes`` broadcast to, or torch's error naming the first mismatch."""
+    out = shapes[0]
+    for shape in shapes[1:]:
+        if shape == out:
+            continue
+        n = len(out) if len(out) > len(shape) else len(shape)
+        pa = (1,) * (n - len(out)) + out
+        pb = (1,) * (n - len(shape)) + shape
+        dims = []
+        for i, (x, y) in enumerate(zip(pa, pb)):
+            if x != y and x != 1 and y != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
+                )
+            dims.append(y if x == 1 else x)
+        out = tuple(dims)
+    return out
 
 
 def common_device(*xs: Any) -> Device:

@@ -7,7 +7,6 @@ serve create_graph passes (see NOTE [One rule for both modes] in _common.py).
 
 from __future__ import annotations
 
-import math as _math
 from typing import Any, Callable
 
 import numpy as np
@@ -16,18 +15,22 @@ from ..autograd.graph import Node, save, save_output, sole_owner, sum_to, unpack
 from ..tensor import Tensor, get_default_dtype
 from ._common import (
     as_tensor_operand,
+    broadcast_shapes,
     common_device,
+    dunder,
     implements_function,
     implements_ufunc,
     needs_grad,
+    operand_error,
     record,
     tensor_method,
     wrap,
 )
 
 __all__ = [
-    "add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "log1p", "sqrt", "abs",
-    "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "where", "sign", "square", "reciprocal",
+    "add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "pow", "neg", "exp", "log",
+    "log1p", "sqrt", "abs", "sin", "cos", "tanh", "sigmoid", "relu", "clamp", "clip", "clamp_min",
+    "clamp_max", "where", "sign", "square", "reciprocal",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "logical_xor",
     "isnan", "isinf", "isfinite", "maximum", "minimum", "gelu", "softplus", "erf", "tan", "log2",
     "log10", "rsqrt", "floor", "ceil", "trunc", "round", "result_type",
@@ -43,29 +46,21 @@ def _saved_value(node: Node, s: Any, graph: bool) -> Any:
     return s
 
 
-def _prep(a: Any, b: Any) -> tuple[Any, Any, Any, Any, Any]:
+def _prep(a: Any, b: Any, op: str, second: str = "other") -> tuple[Any, Any, Any, Any, Any]:
+    """The operands of binary op ``op`` checked and coerced (NOTE [Operands]), their arrays and device."""
     like = a if isinstance(a, Tensor) else b
     if not isinstance(like, Tensor):
-        raise TypeError(f"expected at least one Tensor operand, got {type(a).__name__} and {type(b).__name__}")
-    a = as_tensor_operand(a, like)
-    b = as_tensor_operand(b, like)
+        raise operand_error(op, "input", 1, a)
+    if a.__class__ is not Tensor:
+        a = as_tensor_operand(a, like, op, "input", 1)
+    if b.__class__ is not Tensor:
+        b = as_tensor_operand(b, like, op, second, 2)
     device = common_device(a, b)
     ad = a._data if isinstance(a, Tensor) else a
     bd = b._data if isinstance(b, Tensor) else b
     if a.__class__ is Tensor and b.__class__ is Tensor and ad.shape != bd.shape:
-        _check_broadcast(ad.shape, bd.shape)
+        broadcast_shapes(ad.shape, bd.shape)
     return a, b, ad, bd, device
-
-
-def _check_broadcast(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
-    n = len(sa) if len(sa) > len(sb) else len(sb)
-    pa = (1,) * (n - len(sa)) + sa
-    pb = (1,) * (n - len(sb)) + sb
-    for i, (x, y) in enumerate(zip(pa, pb)):
-        if x != y and x != 1 and y != 1:
-            raise RuntimeError(
-                f"The size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i}"
-            )
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -153,8 +148,8 @@ def result_type(*operands: Any) -> np.dtype:
     return _combine_categories(dim, _combine_categories(zero, wrapped))  # type: ignore[no-any-return]
 
 
-def _cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray:
-    """Cast a numpy result to torch's promoted dtype of ``a`` and ``b`` (``floating``: int -> default float)."""
+def _result_dtype(a: Any, b: Any, floating: bool = False) -> np.dtype:
+    """torch's promoted dtype of ``a`` and ``b`` (``floating``: int -> default float)."""
     if a.__class__ is Tensor and b.__class__ is Tensor:
         want = a._data.dtype
         if b._data.dtype != want:
@@ -167,6 +162,12 @@ def _cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray
         from ..tensor import get_default_dtype
 
         want = get_default_dtype()
+    return want  # type: ignore[no-any-return]
+
+
+def _cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray:
+    """Cast a numpy result to torch's promoted dtype of ``a`` and ``b`` (``floating``: int -> default float)."""
+    want = _result_dtype(a, b, floating)
     if res.__class__ is not np.ndarray:
         res = np.asarray(res)
     if res.dtype != want:
@@ -210,7 +211,7 @@ class SubBackward0(AddBackward0):
 @implements_ufunc(np.add)
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input + alpha * other`` with broadcasting."""
-    a, b, ad, bd, device = _prep(input, other)
+    a, b, ad, bd, device = _prep(input, other, "add")
     out = wrap(_cast_result(np.add(ad, bd) if alpha == 1 else ad + alpha * bd, a, b), device)
     if needs_grad(a, b):
         node = AddBackward0()
@@ -224,7 +225,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 @implements_ufunc(np.subtract)
 def sub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``input - alpha * other`` with broadcasting."""
-    a, b, ad, bd, device = _prep(input, other)
+    a, b, ad, bd, device = _prep(input, other, "sub")
     out = wrap(_cast_result(np.subtract(ad, bd) if alpha == 1 else ad - alpha * bd, a, b), device)
     if needs_grad(a, b):
         node = SubBackward0()
@@ -273,7 +274,7 @@ class MulBackward0(Node):
 @implements_ufunc(np.multiply)
 def mul(input: Any, other: Any) -> Tensor:
     """Elementwise product with broadcasting."""
-    a, b, ad, bd, device = _prep(input, other)
+    a, b, ad, bd, device = _prep(input, other, "mul")
     out = wrap(_cast_result(np.multiply(ad, bd), a, b), device)
     if needs_grad(a, b):
         node = MulBackward0()
@@ -306,14 +307,13 @@ class DivBackward0(Node):
 
 @implements_ufunc(np.true_divide)
 def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
-    """Elementwise true division (``rounding_mode`` "trunc"/"floor" give integer-valued, non-differentiable results)."""
-    a, b, ad, bd, device = _prep(input, other)
+    """Elementwise true division; ``rounding_mode`` "trunc"/"floor" round the exact quotient
+    toward zero/down (their gradient is zero, as torch's DivBackward2)."""
     if rounding_mode is not None:
         if rounding_mode not in ("trunc", "floor"):
             raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-        q = np.true_divide(ad, bd)
-        q = np.trunc(q) if rounding_mode == "trunc" else np.floor(q)
-        return wrap(_cast_result(q, a, b), device)
+        return _rounded_division(input, other, rounding_mode, "div", DivBackward2)
+    a, b, ad, bd, device = _prep(input, other, "div")
     out = wrap(_cast_result(np.true_divide(ad, bd), a, b, floating=True), device)
     if needs_grad(a, b):
         node = DivBackward0()
@@ -326,6 +326,172 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
 
 
 true_divide = div
+
+
+# ----- rounding division, floor_divide, remainder --------------------------------------------
+
+
+def zeros_like_grad(g: Any, shape: tuple[int, ...] | None = None) -> Any:
+    """Zeros of ``g``'s dtype (a Tensor in a create_graph pass) and of ``shape`` (default ``g``'s)."""
+    shape = g.shape if shape is None else shape
+    if g.__class__ is Tensor:
+        return Tensor._wrap(np.zeros(shape, g._data.dtype), g._device)
+    return np.zeros(shape, g.dtype)
+
+
+class DivBackward2(Node):
+    """Backward of ``div`` with a rounding mode: zero for both operands (not ``g * 0``, so an
+    infinite gradient still gives 0, as torch)."""
+
+    __slots__ = ("a_shape", "b_shape")
+    a_shape: tuple[int, ...]
+    b_shape: tuple[int, ...]
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        return (
+            zeros_like_grad(g, self.a_shape) if e[0] is not None else None,
+            zeros_like_grad(g, self.b_shape) if e[1] is not None else None,
+        )
+
+
+class NotImplementedBackward(Node):
+    """The grad_fn of an op that torch gives no derivative (``floor_divide``, ``number % tensor``):
+    the forward records it, as torch does, and a backward through it raises."""
+
+    __slots__ = ("op",)
+    op: str
+
+    def name(self) -> str:
+        return "NotImplemented"
+
+    def apply(self, grads: list[Any]) -> Any:
+        raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
+
+
+def _in_dtype(x: Any, dtype: np.dtype) -> np.ndarray:
+    return np.asarray(x).astype(dtype, copy=False)
+
+
+def _refuse_zero_divisor(bd: np.ndarray, dtype: np.dtype) -> None:
+    if dtype.kind in "iu" and not np.all(bd):
+        raise RuntimeError("ZeroDivisionError")
+    if dtype.kind == "b":
+        raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
+
+
+def rounded_quotient(ad: Any, bd: Any, mode: str, dtype: np.dtype) -> np.ndarray:
+    """``a / b`` rounded down ("floor") or toward zero ("trunc"), exactly, in ``dtype``.
+
+    NOTE [Exact rounding division]: the quotient is not rounded to a float first
+    (``floor(0.25 / 0.001)`` is 250, the exact quotient 249.99...). Floats use numpy's
+    floor_divide, which is Python's and torch's algorithm (fmod, then correct), and
+    trunc is ``trunc(a / b)`` as torch. Integers stay integers (exact beyond 2**53),
+    and a zero integer divisor raises torch's ZeroDivisionError.
+    """
+    a, b = _in_dtype(ad, dtype), _in_dtype(bd, dtype)
+    if dtype.kind in "biu":
+        _refuse_zero_divisor(b, dtype)
+        q = np.floor_divide(a, b)
+        if mode == "trunc":  # floor + 1 where the exact quotient is negative and not whole
+            q = q + ((q * b != a) & ((a < 0) != (b < 0)))
+        return q  # type: ignore[no-any-return]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if mode == "floor":
+            return np.floor_divide(a, b)  # type: ignore[no-any-return]
+        return np.trunc(np.true_divide(a, b))  # type: ignore[no-any-return]
+
+
+def remainder_values(ad: Any, bd: Any, dtype: np.dtype) -> np.ndarray:
+    """``a - b * floor(a / b)`` in ``dtype``, as torch: the sign of ``b``, from ``fmod`` (so 0 % -3 is +0)."""
+    a, b = _in_dtype(ad, dtype), _in_dtype(bd, dtype)
+    if dtype.kind in "biu":
+        _refuse_zero_divisor(b, dtype)
+        return np.remainder(a, b)  # type: ignore[no-any-return]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.fmod(a, b)
+        return np.where((r != 0) & ((b < 0) != (r < 0)), r + b, r)  # type: ignore[no-any-return]
+
+
+def _rounded_division(input: Any, other: Any, mode: str, op: str, node_cls: type[Node]) -> Tensor:
+    a, b, ad, bd, device = _prep(input, other, op)
+    out = wrap(rounded_quotient(ad, bd, mode, _result_dtype(a, b)), device)
+    if needs_grad(a, b):
+        node: Any = node_cls()
+        if node_cls is NotImplementedBackward:
+            node.op = op
+        else:
+            node.a_shape, node.b_shape = _shape(a), _shape(b)
+        record(node, (a, b), (out,))
+    return out
+
+
+@implements_ufunc(np.floor_divide)
+def floor_divide(input: Any, other: Any) -> Tensor:
+    """``input // other``: the quotient rounded down, exactly (as ``div(..., rounding_mode="floor")``).
+    Not differentiable: as torch, a backward through it raises."""
+    return _rounded_division(input, other, "floor", "floor_divide", NotImplementedBackward)
+
+
+class RemainderBackward0(Node):
+    """``x % c`` for a number c: the gradient passes to x."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> tuple[Any, None]:
+        return grads[0], None
+
+
+class RemainderBackward1(Node):
+    """``a % b`` for two tensors: ``g`` to a, ``-g * floor(a / b)`` to b (the quotient is a constant
+    of the pass: its own derivative is zero)."""
+
+    __slots__ = ("a", "b", "a_shape", "b_shape", "dtype")
+    _saved_fields = ("a", "b")
+    a: Any
+    b: Any
+    a_shape: tuple[int, ...]
+    b_shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        ga = sum_to(g, self.a_shape) if e[0] is not None else None
+        gb = None
+        if e[1] is not None:
+            q: Any = rounded_quotient(
+                _saved_value(self, self.a, False), _saved_value(self, self.b, False), "floor", self.dtype
+            )
+            if g.__class__ is Tensor:
+                q = Tensor._wrap(q, g._device)
+            gb = sum_to(-g * q, self.b_shape)
+        return ga, gb
+
+
+@implements_ufunc(np.remainder)
+def remainder(input: Any, other: Any) -> Tensor:
+    """``input % other``: ``input - other * floor(input / other)``, with the sign of ``other`` (as torch)."""
+    a, b, ad, bd, device = _prep(input, other, "remainder")
+    dtype = _result_dtype(a, b)
+    out = wrap(remainder_values(ad, bd, dtype), device)
+    if needs_grad(a, b):
+        node: Any
+        if not isinstance(a, Tensor):
+            node = NotImplementedBackward()
+            node.op = "remainder"
+        elif not isinstance(b, Tensor):
+            node = RemainderBackward0()
+        else:
+            node = RemainderBackward1()
+            node.a = save(a) if _grad_enabled_for(b) else 0
+            node.b = save(b) if _grad_enabled_for(b) else 0
+            node.a_shape = _shape(a)
+            node.b_shape = _shape(b)
+            node.dtype = dtype
+        record(node, (a, b), (out,))
+    return out
 
 
 # ----- pow -----------------------------------------------------------------------------
@@ -342,12 +508,19 @@ class PowBackward0(Node):
         x = unpack(self, self.x, g.__class__ is Tensor)
         c = self.exponent
         if c == 0:
-            return (g * 0,)
+            return (zeros_like_grad(g),)  # zeros even where x ** -1 is inf or x is NaN (as torch)
         return (g * (c * x ** (c - 1)),)
 
 
 class PowBackward1(Node):
-    """``a ** b`` for two tensors (or a number base)."""
+    """``a ** b`` for two tensors (or a number base).
+
+    NOTE [pow at zero]: as torch. The base gets ``g * b * a ** (b - 1)`` except where
+    ``b == 0``, where it gets 0 (``0 ** 0`` would give ``0 * inf``). The exponent gets
+    ``g * a ** b * log(a)`` except where ``a == 0`` and ``b >= 0``, where it gets 0 (the
+    one-sided limit); with ``b < 0`` that is ``inf * -inf = -inf``, and a negative base
+    gives NaN (log of a negative number).
+    """
 
     __slots__ = ("a", "b", "out", "a_shape", "b_shape")
     _saved_fields = ("a", "b", "out")
@@ -359,18 +532,13 @@ class PowBackward1(Node):
         a = _saved_value(self, self.a, graph)
         b = _saved_value(self, self.b, graph)
         ga = gb = None
+        # np.where and np.log reach aiograd's where/log in a create_graph pass (NOTE [One rule for both modes]).
         if e[0] is not None:
-            ga = sum_to(g * (b * a ** (b - 1)), self.a_shape)
+            ga = sum_to(np.where(b == 0, 0, g * (b * a ** (b - 1))), self.a_shape)
         if e[1] is not None:
             out = unpack(self, self.out, graph)
-            # d/db a**b = a**b * log(a); where a == 0 and b >= 0 the limit is 0 (as torch).
-            if isinstance(a, (int, float)):
-                log_a: Any = _math.log(a) if a > 0 else (0.0 if a == 0 else _math.nan)
-            elif graph:
-                log_a = where(a == 0, 1.0, a).log()  # type: ignore[attr-defined]
-            else:
-                log_a = np.log(np.where(a == 0, 1, a))
-            gb = sum_to(g * out * log_a, self.b_shape)
+            log_a = np.log(np.float64(a) if isinstance(a, (int, float)) else a)
+            gb = sum_to(np.where((b >= 0) & (a == 0), 0, g * (out * log_a)), self.b_shape)
         return ga, gb
 
 
@@ -396,7 +564,7 @@ def pow(input: Any, exponent: Any) -> Tensor:
             node.exponent = exponent
             record(node, (x,), (out,))
         return out
-    a, b, ad, bd, device = _prep(input, exponent)
+    a, b, ad, bd, device = _prep(input, exponent, "pow", "exponent")
     out = wrap(_cast_result(np.power(ad, bd), a, b), device)
     if needs_grad(a, b):
         node = PowBackward1() if isinstance(a, Tensor) else PowBackward2()
@@ -422,6 +590,7 @@ def _unary(
     rule: str,
     saves: str,
     ufuncs: tuple[Any, ...] = (),
+    in_place: str | None = None,
 ) -> Callable[[Tensor], Tensor]:
     """Define a differentiable unary op from its forward and its derivative rule.
 
@@ -429,15 +598,19 @@ def _unary(
     (the saved value: the input when ``saves == "input"``, the output when
     ``saves == "output"``). It is compiled into the node's ``apply`` so a
     backward step costs one Python call, not two (the hot loop's budget).
+    ``in_place`` is a statement that computes the rule into ``g`` itself.
     """
     save_out = saves == "output"
     # A rule "g * factor" may multiply into g itself when only the engine's input list
     # holds g (refs: that list, the local name g, the helper's argument): one allocation less per node, and
     # the memory of a hand-written in-place backward. Small arrays skip the check.
+    if in_place is None and rule.startswith("g * "):
+        in_place = f"np.multiply(g, {rule[4:]}, out=g)"
     in_place = (
         f"        if g.size >= {_IN_PLACE_MIN} and sole_owner(g, 3):\n"
-        f"            return (np.multiply(g, {rule[4:]}, out=g),)\n"
-        if rule.startswith("g * ") else ""
+        f"            {in_place}\n"
+        f"            return (g,)\n"
+        if in_place else ""
     )
     src = (
         "def apply(self, grads):\n"
@@ -450,7 +623,9 @@ def _unary(
         "        v = unpack(self, s, g.__class__ is Tensor)\n"
         f"    return ({rule},)\n"
     )
-    ns: dict[str, Any] = {"np": np, "Tensor": Tensor, "unpack": unpack, "sole_owner": sole_owner}
+    ns: dict[str, Any] = {
+        "np": np, "Tensor": Tensor, "unpack": unpack, "sole_owner": sole_owner, "sign_any": _sign_any,
+    }
     exec(src, ns)
     node_cls = type(node_name, (Node,), {
         "__slots__": ("saved",), "_saved_fields": ("saved",), "apply": ns["apply"],
@@ -478,6 +653,20 @@ def _unary(
     return op
 
 
+def sign_numpy(x: np.ndarray) -> np.ndarray:
+    """torch's sign: -1, 0 or 1, and 0 for NaN (numpy would give NaN); bools stay bools."""
+    if x.dtype.kind == "b":
+        return x.copy()
+    s = np.asarray(np.sign(x))
+    if s.dtype.kind == "f":
+        np.copyto(s, 0, where=np.isnan(s))
+    return s  # type: ignore[no-any-return]
+
+
+def _sign_any(v: Any) -> Any:
+    return sign(v) if v.__class__ is Tensor else sign_numpy(v)
+
+
 def _stable_sigmoid(x: np.ndarray) -> np.ndarray:
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
@@ -487,14 +676,17 @@ exp = _unary("exp", "ExpBackward0", np.exp, "g * v", "output", (np.exp,))
 log = _unary("log", "LogBackward0", np.log, "g / v", "input", (np.log,))
 log1p = _unary("log1p", "Log1PBackward0", np.log1p, "g / (v + 1)", "input", (np.log1p,))
 sqrt = _unary("sqrt", "SqrtBackward0", np.sqrt, "g / (v * 2)", "output", (np.sqrt,))
-abs = _unary("abs", "AbsBackward0", np.abs, "g * np.sign(v)", "input", (np.absolute,))
+# NOTE [NaN in derivative rules]: torch's rules at NaN, kept by writing each rule the way
+# torch does: abs uses sign(NaN) = 0 (so 0), relu selects by "output <= 0" (so NaN
+# passes the gradient), maximum/minimum and clamp by comparisons, which are false at NaN.
+abs = _unary("abs", "AbsBackward0", np.abs, "g * sign_any(v)", "input", (np.absolute,))
 sin = _unary("sin", "SinBackward0", np.sin, "g * np.cos(v)", "input", (np.sin,))
 cos = _unary("cos", "CosBackward0", np.cos, "g * -np.sin(v)", "input", (np.cos,))
 tanh = _unary("tanh", "TanhBackward0", np.tanh, "g * (1 - v * v)", "output", (np.tanh,))
 sigmoid = _unary("sigmoid", "SigmoidBackward0", _stable_sigmoid, "g * (v * (1 - v))", "output")
 relu = _unary(
     "relu", "ReluBackward0", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-    "g * (v > 0)", "output",
+    "np.where(v <= 0, 0, g)", "output", in_place="np.copyto(g, 0, where=v <= 0)",
 )
 @implements_ufunc(np.square)
 def square(input: Tensor) -> Tensor:
@@ -543,7 +735,6 @@ def _nondiff_unary(name: str, fn: Callable[[np.ndarray], np.ndarray], ufunc: Any
     return op
 
 
-sign = _nondiff_unary("sign", np.sign, np.sign)
 isnan = _nondiff_unary("isnan", np.isnan, np.isnan)
 isinf = _nondiff_unary("isinf", np.isinf, np.isinf)
 isfinite = _nondiff_unary("isfinite", np.isfinite, np.isfinite)
@@ -552,7 +743,7 @@ logical_not = _nondiff_unary("logical_not", np.logical_not, np.logical_not)
 
 def _compare(name: str, fn: Any) -> Callable[[Any, Any], Tensor]:
     def op(input: Any, other: Any) -> Tensor:
-        a, b, ad, bd, device = _prep(input, other)
+        a, b, ad, bd, device = _prep(input, other, name)
         return wrap(fn(ad, bd), device)
 
     op.__name__ = name
@@ -576,42 +767,126 @@ logical_xor = _compare("logical_xor", np.logical_xor)
 
 
 class ClampBackward1(Node):
+    """clamp with number bounds: the gradient passes where ``min <= x <= max`` (all of it at a bound)."""
+
     __slots__ = ("x", "min", "max")
     _saved_fields = ("x",)
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
-        x = unpack(self, self.x, g.__class__ is Tensor)
-        xd = x._data if isinstance(x, Tensor) else x
+        xd = unpack(self, self.x, False)
         mask = np.ones(xd.shape, dtype=bool)
         if self.min is not None:
             mask &= xd >= self.min
         if self.max is not None:
             mask &= xd <= self.max
-        return (g * mask,)
+        return (np.where(mask, g, 0),)
+
+
+class ClampMinBackward0(ClampBackward1):
+    __slots__ = ()
+
+
+class ClampMaxBackward0(ClampBackward1):
+    __slots__ = ()
+
+
+class ClampBackward0(Node):
+    """clamp with tensor bounds (torch's clamp_backward_min_max): x gets the gradient where
+    ``min <= x <= max`` (all of it at a bound), min where ``x < min < max``, max where
+    ``x > max`` or ``max < min`` (then the result is max). Comparisons with NaN are false,
+    so a NaN anywhere gives no gradient there (NOTE [NaN in derivative rules])."""
+
+    __slots__ = ("x", "min", "max", "has_min", "has_max", "shapes")
+    _saved_fields = ("x", "min", "max")
+    x: Any
+    min: Any
+    max: Any
+    has_min: bool
+    has_max: bool
+    shapes: tuple[tuple[int, ...], ...]
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        x = _saved_value(self, self.x, False)
+        lo = _saved_value(self, self.min, False) if self.has_min else None
+        hi = _saved_value(self, self.max, False) if self.has_max else None
+        if lo is not None and hi is not None:
+            masks = ((x >= lo) & (x <= hi), (x < lo) & (lo < hi), (x > hi) | (hi < lo))
+        elif lo is not None:
+            masks = (x >= lo, x < lo, None)
+        else:
+            masks = (x <= hi, None, x > hi)
+        return tuple(  # type: ignore[return-value]
+            sum_to(np.where(m, g, 0), shape) if m is not None and edge is not None else None
+            for m, edge, shape in zip(masks, e, self.shapes)
+        )
+
+
+class ClampMinBackward1(ClampBackward0):
+    __slots__ = ()
+
+
+class ClampMaxBackward1(ClampBackward0):
+    __slots__ = ()
+
+
+def _is_number_bound(v: Any) -> bool:
+    return v is None or isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+
+
+def _clamp(input: Tensor, min: Any, max: Any, op: str, scalar_node: type[Node], tensor_node: type[Node]) -> Tensor:
+    if _is_number_bound(min) and _is_number_bound(max):
+        xd = input._data
+        res = np.clip(xd, min, max)
+        out = wrap(res.astype(result_type(input, min, max), copy=False), input._device)
+        if needs_grad(input):
+            node: Any = scalar_node()
+            node.x = save(input)
+            node.min = min
+            node.max = max
+            record(node, (input,), (out,))
+        return out
+    lo = None if min is None else as_tensor_operand(min, input, op, "min", 2)
+    hi = None if max is None else as_tensor_operand(max, input, op, "max", 3)
+    operands = [t for t in (input, lo, hi) if t is not None]
+    device = common_device(*operands)
+    broadcast_shapes(*(_shape(t) for t in operands))
+    res = input._data
+    if lo is not None:
+        res = np.maximum(res, lo._data if isinstance(lo, Tensor) else lo)
+    if hi is not None:
+        res = np.minimum(res, hi._data if isinstance(hi, Tensor) else hi)
+    out = wrap(np.asarray(res).astype(result_type(*operands), copy=False), device)
+    if needs_grad(input, lo, hi):
+        node = tensor_node()
+        node.x = save(input)
+        node.min = save(lo) if isinstance(lo, Tensor) else lo
+        node.max = save(hi) if isinstance(hi, Tensor) else hi
+        node.has_min = lo is not None
+        node.has_max = hi is not None
+        node.shapes = (_shape(input), _shape(lo), _shape(hi))
+        record(node, (input, lo, hi), (out,))
+    return out
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    """Limit values to ``[min, max]``; the gradient passes where ``min <= x <= max``."""
+    """Limit values to ``[min, max]`` (numbers or tensors, broadcast); where ``min > max`` the
+    result is ``max``. The gradient passes where ``min <= x <= max``."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
-    xd = input._data
-    res = np.clip(xd, min, max)
-    out = wrap(res.astype(xd.dtype, copy=False) if xd.dtype.kind == "f" else res, input._device)
-    if needs_grad(input):
-        node = ClampBackward1()
-        node.x = save(input)
-        node.min = min
-        node.max = max
-        record(node, (input,), (out,))
-    return out
+    return _clamp(input, min, max, "clamp", ClampBackward1, ClampBackward0)
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    """``max(input, min)`` with clamp's gradient (all of it to x where ``x == min``)."""
+    return _clamp(input, min, None, "clamp_min", ClampMinBackward0, ClampMinBackward1)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    """``min(input, max)`` with clamp's gradient (all of it to x where ``x == max``)."""
+    return _clamp(input, None, max, "clamp_max", ClampMaxBackward0, ClampMaxBackward1)
 
 
 clip = clamp
@@ -666,39 +941,35 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
 
 
 class MaximumBackward0(Node):
-    """Gradient to the larger operand; split half/half where they tie (as torch)."""
+    """Gradient to the larger operand, split half/half where they tie; an operand gets
+    none only where it loses, so where either is NaN both get all of it (as torch)."""
 
     __slots__ = ("a", "b", "a_shape", "b_shape")
     _saved_fields = ("a", "b")
-    _pick = staticmethod(np.greater)
+    _loses = staticmethod(np.less)
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        graph = g.__class__ is Tensor
         a = _saved_value(self, self.a, False)
         b = _saved_value(self, self.b, False)
         eq = a == b
+        if np.any(eq):
+            g = np.where(eq, g * 0.5, g)
         e = self.next_edges
-        ga = gb = None
-        dt = g.dtype
-        if e[0] is not None:
-            w = np.where(eq, 0.5, self._pick(a, b)).astype(dt, copy=False)
-            ga = sum_to(g * (Tensor._wrap(w, g._device) if graph else w), self.a_shape)
-        if e[1] is not None:
-            w = np.where(eq, 0.5, self._pick(b, a)).astype(dt, copy=False)
-            gb = sum_to(g * (Tensor._wrap(w, g._device) if graph else w), self.b_shape)
+        ga = sum_to(np.where(self._loses(a, b), 0, g), self.a_shape) if e[0] is not None else None
+        gb = sum_to(np.where(self._loses(b, a), 0, g), self.b_shape) if e[1] is not None else None
         return ga, gb
 
 
 class MinimumBackward0(MaximumBackward0):
-    """Gradient to the smaller operand; split half/half where they tie (as torch)."""
+    """Gradient to the smaller operand, split half/half where they tie (as torch)."""
 
     __slots__ = ()
-    _pick = staticmethod(np.less)
+    _loses = staticmethod(np.greater)
 
 
 def _extremum(input: Any, other: Any, fn: Any, node_cls: type) -> Tensor:
-    a, b, ad, bd, device = _prep(input, other)
+    a, b, ad, bd, device = _prep(input, other, fn.__name__)
     out = wrap(_cast_result(fn(ad, bd), a, b), device)
     if needs_grad(a, b):
         node = node_cls()
@@ -886,13 +1157,14 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 # ----- rounding: zero gradient ---------------------------------------------------------
 
 
-def _rounding(name: str, node_name: str, fn: Any) -> Callable[..., Tensor]:
+def _rounding(name: str, node_name: str, fn: Any, on_integers: Any = np.copy) -> Callable[..., Tensor]:
+    """A piecewise-constant op: its gradient is zero (``on_integers``: its value on integer/bool inputs)."""
+
     class _Node(Node):
         __slots__ = ()
 
         def apply(self, grads: list[Any]) -> tuple[Any]:
-            g = grads[0]
-            return (g * 0 if g.__class__ is Tensor else np.zeros(g.shape, g.dtype),)
+            return (zeros_like_grad(grads[0]),)
 
     _Node.__name__ = _Node.__qualname__ = node_name
     _Node.__doc__ = f"Backward of {name}: zero almost everywhere (as torch)."
@@ -900,7 +1172,7 @@ def _rounding(name: str, node_name: str, fn: Any) -> Callable[..., Tensor]:
     def op(input: Tensor, **kwargs: Any) -> Tensor:
         xd = input._data
         if xd.dtype.kind in "biu":
-            return wrap(xd.copy(), input._device)
+            return wrap(on_integers(xd), input._device)
         out = wrap(np.asarray(fn(xd, **kwargs)).astype(xd.dtype, copy=False), input._device)
         if needs_grad(input):
             record(_Node(), (input,), (out,))
@@ -916,6 +1188,8 @@ floor = _rounding("floor", "FloorBackward0", np.floor)
 ceil = _rounding("ceil", "CeilBackward0", np.ceil)
 trunc = _rounding("trunc", "TruncBackward0", np.trunc)
 _round = _rounding("round", "RoundBackward0", np.round)
+sign = _rounding("sign", "SignBackward0", sign_numpy, on_integers=sign_numpy)
+implements_ufunc(np.sign)(sign)
 
 
 def round(input: Tensor, *, decimals: int = 0) -> Tensor:
@@ -931,31 +1205,35 @@ implements_ufunc(np.trunc)(trunc)
 # ----- Tensor methods and operators -----------------------------------------------------
 
 
-def _reflect(fn: Callable[[Any, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
-    def r(self: Tensor, other: Any) -> Tensor:
-        return fn(other, self)
-
-    return r
-
-
 for _name, _fn in {
     "add": add, "sub": sub, "subtract": sub, "mul": mul, "multiply": mul, "div": div, "divide": div,
-    "true_divide": div, "pow": pow, "neg": neg, "negative": neg, "exp": exp, "log": log, "log1p": log1p,
-    "sqrt": sqrt, "abs": abs, "sin": sin, "cos": cos, "tanh": tanh, "sigmoid": sigmoid, "relu": relu,
-    "clamp": clamp, "clip": clip, "sign": sign, "maximum": maximum, "minimum": minimum, "gelu": gelu,
+    "true_divide": div, "floor_divide": floor_divide, "remainder": remainder, "pow": pow, "neg": neg,
+    "negative": neg, "exp": exp, "log": log, "log1p": log1p, "sqrt": sqrt, "abs": abs, "sin": sin, "cos": cos,
+    "tanh": tanh, "sigmoid": sigmoid, "relu": relu, "clamp": clamp, "clip": clip, "clamp_min": clamp_min,
+    "clamp_max": clamp_max, "sign": sign, "maximum": maximum, "minimum": minimum, "gelu": gelu,
     "softplus": softplus, "erf": erf, "tan": tan, "log2": log2, "log10": log10, "rsqrt": rsqrt,
     "floor": floor, "ceil": ceil, "trunc": trunc, "round": round,
     "__floor__": floor, "__ceil__": ceil, "__trunc__": trunc, "square": square, "reciprocal": reciprocal,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "isnan": isnan, "isinf": isinf,
     "isfinite": isfinite, "logical_and": logical_and, "logical_or": logical_or,
-    "logical_not": logical_not, "logical_xor": logical_xor,
-    "__add__": add, "__radd__": _reflect(add), "__sub__": sub, "__rsub__": _reflect(sub),
-    "__mul__": mul, "__rmul__": _reflect(mul), "__truediv__": div, "__rtruediv__": _reflect(div),
-    "__pow__": pow, "__rpow__": _reflect(pow), "__neg__": neg, "__abs__": abs,
-    "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
-    "__and__": logical_and, "__or__": logical_or, "__xor__": logical_xor, "__invert__": logical_not,
+    "logical_not": logical_not, "logical_xor": logical_xor, "__neg__": neg, "__abs__": abs,
+    "__invert__": logical_not,
 }.items():
     tensor_method(_name)(_fn)
+# Operators: NotImplemented for a non-operand, so Python raises its TypeError (NOTE [Operands]).
+# name: (op, reflected)
+_OPERATORS = {
+    "__add__": (add, False), "__radd__": (add, True), "__sub__": (sub, False), "__rsub__": (sub, True),
+    "__mul__": (mul, False), "__rmul__": (mul, True), "__truediv__": (div, False), "__rtruediv__": (div, True),
+    "__floordiv__": (floor_divide, False), "__rfloordiv__": (floor_divide, True),
+    "__mod__": (remainder, False), "__rmod__": (remainder, True), "__pow__": (pow, False), "__rpow__": (pow, True),
+    "__and__": (logical_and, False), "__rand__": (logical_and, True), "__or__": (logical_or, False),
+    "__ror__": (logical_or, True), "__xor__": (logical_xor, False), "__rxor__": (logical_xor, True),
+    "__eq__": (eq, False), "__ne__": (ne, False), "__lt__": (lt, False), "__le__": (le, False),
+    "__gt__": (gt, False), "__ge__": (ge, False),
+}
+for _name, (_fn, _reflected) in _OPERATORS.items():
+    tensor_method(_name)(dunder(_fn, _reflected))
 Tensor.__round__ = lambda self, ndigits=None: round(self, decimals=ndigits or 0)  # type: ignore[attr-defined]
 Tensor.__pos__ = lambda self: self  # type: ignore[attr-defined]
 Tensor.__hash__ = lambda self: id(self)  # type: ignore[method-assign]
