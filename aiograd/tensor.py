@@ -520,6 +520,7 @@ def _to_array(data: Any, dtype: DTypeLike, copy: bool) -> np.ndarray:
         arr = data._data
         return arr.astype(want) if want is not None and want != arr.dtype else (arr.copy() if copy else arr)
     if isinstance(data, np.ndarray):
+        _check_numeric_array(data)
         if want is not None and want != data.dtype:
             return data.astype(want)
         return data.copy() if copy else data
@@ -527,7 +528,12 @@ def _to_array(data: Any, dtype: DTypeLike, copy: bool) -> np.ndarray:
         return np.array(data, dtype=want)
     if _contains_tensor(data):
         data = _unwrap_nested(data)
-    arr = np.array(data, dtype=want)
+    try:
+        arr = np.array(data, dtype=want)
+    except (ValueError, TypeError, OverflowError):
+        raise _bad_data_error(data) from None
+    if arr.dtype.kind not in "biufc":
+        raise _bad_data_error(data)
     if want is None:
         if arr.dtype.kind == "f":
             arr = arr.astype(_default_dtype, copy=False)
@@ -535,9 +541,61 @@ def _to_array(data: Any, dtype: DTypeLike, copy: bool) -> np.ndarray:
             arr = arr.astype(np.complex64 if _default_dtype == float32 else np.complex128, copy=False)
         elif arr.dtype.kind in "iu":
             arr = arr.astype(int64, copy=False)
-        elif arr.dtype.kind not in "b":
-            raise TypeError(f"can't convert data of type {arr.dtype} to a tensor")
     return arr
+
+
+def _check_numeric_array(arr: np.ndarray) -> None:
+    if arr.dtype.kind not in "biufc":
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{arr.dtype.type.__name__}. The only supported types are: "
+            "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, uint32, "
+            "uint16, uint8, and bool."
+        )
+
+
+def _is_nest(x: Any) -> bool:
+    return isinstance(x, (list, tuple, range)) or (isinstance(x, np.ndarray) and x.ndim > 0)
+
+
+def _bad_data_error(data: Any) -> Exception:
+    """torch's error for data that is not a rectangular nest of numbers.
+
+    As torch, the expected shape is read along the first elements, then every
+    element is checked against it: a wrong length, a number where a sequence
+    belongs (or the reverse), or a leaf that is not a number.
+    """
+    shape = []
+    x = data
+    while _is_nest(x):
+        shape.append(len(x))
+        if not len(x):
+            break
+        x = x[0]
+
+    def check(x: Any, dim: int) -> Exception | None:
+        if dim < len(shape):
+            if not _is_nest(x):
+                return TypeError(
+                    f"not a sequence: expected a sequence of length {shape[dim]} at dim {dim}, got {type(x).__name__}"
+                )
+            if len(x) != shape[dim]:
+                return ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(x)})")
+            for item in x:
+                err = check(item, dim + 1)
+                if err is not None:
+                    return err
+            return None
+        if isinstance(x, (str, bytes)):
+            return TypeError(f"invalid data type '{type(x).__name__}'")
+        if _is_nest(x):
+            return TypeError(f"must be real number, not {type(x).__name__}")
+        if isinstance(x, int) and not -(2**63) <= x < 2**63:
+            return ValueError(f"Overflow when unpacking long long: {x} does not fit in int64")
+        if isinstance(x, numbers.Number) or (isinstance(x, (np.generic, np.ndarray)) and x.dtype.kind in "biufc"):
+            return None
+        return RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+
+    return check(data, 0) or TypeError(f"can't convert {type(data).__name__} to a tensor")
 
 
 def _make(arr: np.ndarray, device: DeviceLike | None, requires_grad: bool) -> Tensor:
@@ -571,6 +629,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing ``array``'s memory; its dtype is kept."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    _check_numeric_array(array)
     return Tensor._wrap(array)
 
 
@@ -657,12 +716,41 @@ def randn(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None,
 
 
 def randint(
-    low: int, high: int | None = None, size: Sequence[int] = (), *, dtype: DTypeLike = None,
-    device: DeviceLike | None = None,
+    *args: Any, size: Any = None, low: int | None = None, high: int | None = None, dtype: DTypeLike = None,
+    device: DeviceLike | None = None, requires_grad: bool = False,
 ) -> Tensor:
+    """Random integers in ``[low, high)``, in torch's two forms: ``randint(high, size)`` (low 0)
+    and ``randint(low, high, size)``; each argument may also be given by name."""
+    if len(args) > 3:
+        raise TypeError(f"randint() takes from 1 to 3 positional arguments but {len(args)} were given")
+    if size is None:
+        if len(args) < 2:
+            raise TypeError("randint() missing required argument 'size' (a tuple of ints)")
+        size, args = args[-1], args[:-1]
+        size_position: int | None = len(args) + 1
+    else:
+        size_position = None
+    positions: dict[str, int] = {}
+    if len(args) == 2:
+        (low, high), positions = args, {"low": 1, "high": 2}
+    elif len(args) == 1 and high is None:
+        high, positions = args[0], {"high": 1}
+    elif len(args) == 1:
+        low, positions = args[0], {"low": 1}
     if high is None:
-        low, high = 0, low
-    return _make(_rng.integers(low, high, size=_shape_args((size,))).astype(_resolve_dtype(dtype) or int64), device, False)
+        raise TypeError("randint() missing required argument 'high'")
+    low = 0 if low is None else low
+    for name, value in (("low", low), ("high", high)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            where = f" (position {positions[name]})" if name in positions else ""
+            raise TypeError(f"randint(): argument '{name}'{where} must be int, not {type(value).__name__}")
+    if not isinstance(size, (tuple, list, Tensor)):
+        where = f" (position {size_position})" if size_position else ""
+        raise TypeError(f"randint(): argument 'size'{where} must be tuple of ints, not {type(size).__name__}")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    values = _rng.integers(int(low), int(high), size=_shape_args((size,)))
+    return _make(values.astype(_resolve_dtype(dtype) or int64), device, requires_grad)
 
 
 def _like(t: Tensor, dtype: DTypeLike) -> tuple[tuple[int, ...], np.dtype]:

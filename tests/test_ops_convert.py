@@ -78,3 +78,28 @@ def test_to_string_dtype_and_unknown_dtype():
     assert ag.ones(2).to(dtype="float64").dtype == np.float64
     with pytest.raises((TypeError, ValueError, RuntimeError)):
         ag.ones(2).to(dtype="not_a_dtype")
+
+
+def test_to_takes_torchs_positional_forms():
+    x = ag.ones(2)
+    y = x.to(ag.float64, False, True)  # to(dtype, non_blocking, copy)
+    assert y.dtype == np.float64 and y is not x
+    assert x.to(ag.float64, True).dtype == np.float64
+    assert x.to("cpu", ag.float64, False, True).dtype == np.float64  # to(device, dtype, non_blocking, copy)
+    assert x.to("cpu", ag.float64).dtype == np.float64
+    assert x.to("cpu", None) is x
+    assert x.to(ag.float32, False, False) is x
+    assert x.to(ag.float32, False, True) is not x
+    z = x.to(x, True, True)  # to(other, non_blocking, copy)
+    assert z is not x and z.dtype == np.float32
+    assert x.to() is x
+    assert x.to(ag.float64, non_blocking=True).dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(ag.float32, "cpu"), ("cpu", "cpu"), (ag.float32, False, False, 4), (3.5,), (ag.float32, "yes")],
+)
+def test_to_with_an_invalid_combination_says_so(args):
+    with pytest.raises(TypeError, match=r"to\(\) received an invalid combination of arguments"):
+        ag.ones(2).to(*args)

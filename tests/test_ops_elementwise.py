@@ -500,10 +500,13 @@ def test_floor_divide_and_remainder_values_and_dtypes_like_torch():
     assert (ag.tensor(np.array([5], np.int32)) // ag.tensor(2)).dtype == np.int32
     assert ag.tensor([7.0]).floor_divide(2).tolist() == [3.0] and ag.tensor([7]).remainder(4).tolist() == [3]
     x = ag.tensor([7, 8])
+    alias = x[:]
     x //= 3
-    assert x.tolist() == [2, 2]
     x %= 2
-    assert x.tolist() == [0, 0]
+    assert alias.tolist() == [0, 0]  # in place, seen through a view
+    x = _t([1.0, 2.0, 3.0], requires_grad=False)
+    x.clamp_min_(1.5).clamp_max_(2.5)
+    assert x.tolist() == [1.5, 2.0, 2.5]
 
 
 async def test_rounding_division_has_a_zero_gradient_like_torch():

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..ops import elementwise as _ew
+from ..ops._common import checked as _checked
 from ..ops import nn as _nn
 from ..ops.linalg import matmul
 from ..tensor import Tensor
@@ -203,22 +204,22 @@ def _warn_size(input: Tensor, target: Any) -> None:
 
 
 def mse_loss(
-    input: Tensor, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
 ) -> Tensor:
     """Mean squared error (``reduction`` none/mean/sum)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_size(input, target)
-    diff = input - target
+    diff = input - target  # type: ignore[operator]
     return _reduce(diff * diff, reduction)
 
 
 def l1_loss(
-    input: Tensor, target: Any, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
 ) -> Tensor:
     """Mean absolute error (``reduction`` none/mean/sum)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_size(input, target)
-    return _reduce((input - target).abs(), reduction)  # type: ignore[attr-defined]
+    return _reduce((input - target).abs(), reduction)  # type: ignore[attr-defined,operator]
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -236,3 +237,9 @@ def embedding(
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
     return _nn.embedding(input, weight, padding_idx)
+
+
+# The public functions check their Tensor arguments (NOTE [Operands] in ops/_common.py).
+for _name in __all__:
+    globals()[_name] = _checked(globals()[_name])
+del _name

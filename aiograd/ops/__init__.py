@@ -19,3 +19,11 @@ from .inplace import *  # noqa: F401,F403
 __all__ = sorted(
     {name for mod in (convert, elementwise, linalg, nn, reduce, shape, index, inplace) for name in mod.__all__}
 )
+
+# The public functions check their Tensor arguments (NOTE [Operands] in _common.py);
+# Tensor methods and numpy dispatch keep the unwrapped ops.
+from ._common import checked as _checked  # noqa: E402
+
+for _name in __all__:
+    globals()[_name] = _checked(globals()[_name])
+del _name

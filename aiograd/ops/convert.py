@@ -42,15 +42,46 @@ class ToCopyBackward0(Node):
         return (g.astype(self.src_dtype, copy=False),)
 
 
+_DTYPE_TYPES = (float, int, bool, complex)
+
+
+def _is_dtype(x: Any) -> bool:
+    return isinstance(x, np.dtype) or (isinstance(x, type) and (x in _DTYPE_TYPES or issubclass(x, np.generic)))
+
+
+def _parse_to_args(args: tuple[Any, ...]) -> tuple[Any, Any, list[Any]]:
+    """torch's three forms: ``to(device=None, dtype=None, non_blocking, copy)``,
+    ``to(dtype, non_blocking, copy)``, ``to(other, non_blocking, copy)``: (dtype, device, flags)."""
+    rest = list(args)
+    dtype = device = None
+    if rest and isinstance(rest[0], Tensor):
+        other = rest.pop(0)
+        dtype, device = other.dtype, other.device
+    elif rest and (rest[0] is None or isinstance(rest[0], (str, Device))):
+        device = rest.pop(0)
+        if rest and (rest[0] is None or _is_dtype(rest[0])):
+            dtype = rest.pop(0)
+    elif rest and _is_dtype(rest[0]):
+        dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(f, bool) for f in rest):
+        got = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(
+            f"to() received an invalid combination of arguments - got ({got}), but expected one of: "
+            "(device=None, dtype=None, non_blocking=False, copy=False), (dtype, non_blocking=False, copy=False), "
+            "(Tensor other, non_blocking=False, copy=False)"
+        )
+    return dtype, device, rest
+
+
 def to(input: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False, non_blocking: bool = False) -> Tensor:
-    """Convert to another dtype and/or device: ``t.to("cpu:1")``, ``t.to(ag.float64)``, ``t.to(other)``."""
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif isinstance(a, (str, Device)):
-            device = a
-        else:
-            dtype = a
+    """Convert to another dtype and/or device, in torch's forms: ``t.to("cpu:1")``, ``t.to(ag.float64)``,
+    ``t.to(other)``, each optionally followed by ``non_blocking`` and ``copy`` (a copy even if nothing changes)."""
+    if args:
+        dtype_arg, device_arg, flags = _parse_to_args(args)
+        dtype = dtype_arg if dtype_arg is not None else dtype
+        device = device_arg if device_arg is not None else device
+        if len(flags) > 1:
+            copy = flags[1]
     new_dtype = _resolve_dtype(dtype) if dtype is not None else input._data.dtype
     new_device = Device(device) if device is not None else input._device
     if new_dtype == input._data.dtype and new_device is input._device and not copy:

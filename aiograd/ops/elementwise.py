@@ -16,6 +16,7 @@ from ..tensor import Tensor, get_default_dtype
 from ._common import (
     as_tensor_operand,
     broadcast_shapes,
+    check_operand,
     common_device,
     dunder,
     implements_function,
@@ -881,11 +882,15 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:
     """``max(input, min)`` with clamp's gradient (all of it to x where ``x == min``)."""
+    if min is None:
+        raise operand_error("clamp_min", "min", 2, min)
     return _clamp(input, min, None, "clamp_min", ClampMinBackward0, ClampMinBackward1)
 
 
 def clamp_max(input: Tensor, max: Any) -> Tensor:
     """``min(input, max)`` with clamp's gradient (all of it to x where ``x == max``)."""
+    if max is None:
+        raise operand_error("clamp_max", "max", 2, max)
     return _clamp(input, None, max, "clamp_max", ClampMaxBackward0, ClampMaxBackward1)
 
 
@@ -911,19 +916,20 @@ class WhereBackward0(Node):
 
 @implements_function(np.where)
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
-    """Elements of ``input`` where ``condition`` holds, else of ``other`` (broadcasting)."""
-    if input is None and other is None:
-        cd = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
-        return tuple(Tensor._wrap(i) for i in np.nonzero(cd))
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (the three broadcast together)."""
+    check_operand(condition, "where", "condition", 1)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    if input is None and other is None:
+        return tuple(Tensor._wrap(i) for i in np.nonzero(cond))
     if cond.dtype != np.bool_:
         cond = cond.astype(bool)
-    like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else None
-    if like is None:
-        raise TypeError("where() expects input or other to be a Tensor")
-    a = as_tensor_operand(input, like)
-    b = as_tensor_operand(other, like)
-    device = common_device(a, b, *( [condition] if isinstance(condition, Tensor) else []))
+    like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition
+    if not isinstance(like, Tensor):
+        raise operand_error("where", "input", 2, input)
+    a = as_tensor_operand(input, like, "where", "input", 2)
+    b = as_tensor_operand(other, like, "where", "other", 3)
+    device = common_device(a, b, condition)
+    broadcast_shapes(cond.shape, _shape(a), _shape(b))
     ad = a._data if isinstance(a, Tensor) else a
     bd = b._data if isinstance(b, Tensor) else b
     res = np.where(cond, ad, bd)

@@ -38,7 +38,7 @@ from ..autograd import grad_mode as _gm
 from ..autograd.graph import Node, sum_to
 from ..tensor import Tensor
 from . import elementwise as _ew
-from ._common import needs_grad, record, tensor_method
+from ._common import check_operand, is_operand, needs_grad, record, tensor_method
 from .index import (
     IndexPutBackward0,
     _index_array,
@@ -240,10 +240,18 @@ def _inplace(
     outofplace: Callable[[Tensor], Tensor],
     nograd: Callable[[np.ndarray], Any],
     saves_self: bool = False,
+    op: str | None = None,
+    names: tuple[str, ...] = ("other",),
+    optional: bool = False,
 ) -> Tensor:
     """Run an in-place op (see NOTE [In-place ops]). ``outofplace(a)`` computes the
     result differentiably from ``a`` standing for ``t``'s old value; ``nograd(d)``
-    writes it into the array ``d`` when no graph is needed."""
+    writes it into the array ``d`` when no graph is needed. With ``op``, ``others``
+    (named ``names``; None allowed if ``optional``) must be operands (NOTE [Operands] in _common.py)."""
+    if op is not None:
+        for position, (name, o) in enumerate(zip(names, others), 1):
+            if not (optional and o is None):
+                check_operand(o, op, name, position)
     _check_writable(t)
     if not needs_grad(t, *others):
         _nograd_call(t, nograd)
@@ -273,19 +281,21 @@ def _requires(o: Any) -> bool:
 # ----- arithmetic -----------------------------------------------------------------------------
 
 
-def _add_like(ufunc: Any, op: Callable[..., Tensor]) -> Callable[..., Tensor]:
+def _add_like(ufunc: Any, op: Callable[..., Tensor], name: str) -> Callable[..., Tensor]:
     def method(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
         def nograd(d: np.ndarray) -> None:
             o = _other(other, self)
             ufunc(d, o if alpha == 1 else np.multiply(o, alpha), out=d, casting="same_kind")
 
-        return _inplace(self, (other,), lambda a: op(a, a if other is self else other, alpha=alpha), nograd)
+        return _inplace(
+            self, (other,), lambda a: op(a, a if other is self else other, alpha=alpha), nograd, op=name
+        )
 
     return method
 
 
-add_ = _add_like(np.add, _ew.add)
-sub_ = _add_like(np.subtract, _ew.sub)
+add_ = _add_like(np.add, _ew.add, "add_")
+sub_ = _add_like(np.subtract, _ew.sub, "sub_")
 
 
 def mul_(self: Tensor, other: Any) -> Tensor:
@@ -296,25 +306,41 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 
     return _inplace(
         self, (other,), lambda a: _ew.mul(a, a if other is self else other), nograd,
-        saves_self=_requires(other),
+        saves_self=_requires(other), op="mul_",
     )
+
+
+def _rounded_inplace(self: Tensor, other: Any, op: str, outofplace: Callable[[Any, Any], Tensor]) -> Tensor:
+    """An in-place op whose rule does not read the old value (div_ with a rounding mode, //=, %=)."""
+
+    def nograd(d: np.ndarray) -> None:
+        np.copyto(d, outofplace(Tensor._wrap(d), _other(other, self))._data, casting="same_kind")
+
+    return _inplace(self, (other,), lambda a: outofplace(a, a if other is self else other), nograd, op=op)
 
 
 def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """``self /= other`` in place."""
     if rounding_mode is not None:
-        return _inplace(
-            self, (other,), lambda a: _ew.div(a, other, rounding_mode=rounding_mode),
-            lambda d: np.copyto(d, _ew.div(Tensor._wrap(d), _other(other, self), rounding_mode=rounding_mode)._data,
-                                casting="same_kind"),
-        )
+        return _rounded_inplace(self, other, "div_", lambda a, b: _ew.div(a, b, rounding_mode=rounding_mode))
 
     def nograd(d: np.ndarray) -> None:
         np.true_divide(d, _other(other, self), out=d, casting="same_kind")
 
     return _inplace(
         self, (other,), lambda a: _ew.div(a, a if other is self else other), nograd, saves_self=_requires(other),
+        op="div_",
     )
+
+
+def floor_divide_(self: Tensor, other: Any) -> Tensor:
+    """``self //= other`` in place."""
+    return _rounded_inplace(self, other, "floor_divide_", _ew.floor_divide)
+
+
+def remainder_(self: Tensor, other: Any) -> Tensor:
+    """``self %= other`` in place."""
+    return _rounded_inplace(self, other, "remainder_", _ew.remainder)
 
 
 def pow_(self: Tensor, exponent: Any) -> Tensor:
@@ -324,7 +350,8 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
         np.power(d, _other(exponent, self), out=d, casting="same_kind")
 
     return _inplace(
-        self, (exponent,), lambda a: _ew.pow(a, a if exponent is self else exponent), nograd, saves_self=True
+        self, (exponent,), lambda a: _ew.pow(a, a if exponent is self else exponent), nograd, saves_self=True,
+        op="pow_", names=("exponent",),
     )
 
 
@@ -334,9 +361,22 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
 
     def nograd(d: np.ndarray) -> None:
-        np.clip(d, _other(min, self), _other(max, self), out=d, casting="same_kind")
+        np.copyto(d, _ew.clamp(Tensor._wrap(d), min, max)._data, casting="same_kind")
 
-    return _inplace(self, (min, max), lambda a: _ew.clamp(a, min, max), nograd, saves_self=True)
+    return _inplace(
+        self, (min, max), lambda a: _ew.clamp(a, min, max), nograd, saves_self=True, op="clamp_", names=("min", "max"),
+        optional=True,
+    )
+
+
+def clamp_min_(self: Tensor, min: Any) -> Tensor:
+    """``self = max(self, min)`` in place."""
+    return clamp_(self, min, None)
+
+
+def clamp_max_(self: Tensor, max: Any) -> Tensor:
+    """``self = min(self, max)`` in place."""
+    return clamp_(self, None, max)
 
 
 def _unary_inplace(name: str, op: Callable[[Tensor], Tensor], saves_self: bool) -> Callable[[Tensor], Tensor]:
@@ -374,7 +414,7 @@ class FillBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         e = self.next_edges
-        ga = _zeros_like(g) if e[0] is not None else None
+        ga = _ew.zeros_like_grad(g) if e[0] is not None else None
         gv = g.sum().reshape(self.value_shape) if e[1] is not None else None
         return ga, gv
 
@@ -396,19 +436,13 @@ class CopyBackwards(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         e = self.next_edges
-        ga = _zeros_like(g) if e[0] is not None else None
+        ga = _ew.zeros_like_grad(g) if e[0] is not None else None
         gs = None
         if e[1] is not None:
             gs = sum_to(g, self.src_shape)
             if gs.dtype != self.src_dtype:
                 gs = gs.to(self.src_dtype) if gs.__class__ is Tensor else gs.astype(self.src_dtype)
         return ga, gs
-
-
-def _zeros_like(g: Any) -> Any:
-    if g.__class__ is Tensor:
-        return Tensor._wrap(np.zeros(g.shape, g._data.dtype), g._device)
-    return np.zeros(g.shape, g.dtype)
 
 
 def _fill_op(a: Tensor, value: Any, node_cls: type[FillBackward0]) -> Tensor:
@@ -568,8 +602,12 @@ def index_add_(self: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 
 # ----- Tensor methods ----------------------------------------------------------------------------
 
 
-def _dunder(fn: Callable[[Tensor, Any], Tensor]) -> Callable[[Tensor, Any], Tensor]:
-    def method(self: Tensor, other: Any) -> Tensor:
+def _dunder(fn: Callable[[Tensor, Any], Tensor]) -> Callable[[Tensor, Any], Any]:
+    """An in-place operator: NotImplemented for a non-operand, so Python raises its TypeError."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        if other.__class__ is not Tensor and not is_operand(other):
+            return NotImplemented
         return fn(self, other)
 
     return method
@@ -577,11 +615,14 @@ def _dunder(fn: Callable[[Tensor, Any], Tensor]) -> Callable[[Tensor, Any], Tens
 
 for _name, _fn in {
     "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": mul_, "multiply_": mul_, "div_": div_,
-    "divide_": div_, "true_divide_": div_, "pow_": pow_, "clamp_": clamp_, "clip_": clamp_, "zero_": zero_,
+    "divide_": div_, "true_divide_": div_, "floor_divide_": floor_divide_, "remainder_": remainder_,
+    "pow_": pow_, "clamp_": clamp_, "clip_": clamp_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_,
+    "zero_": zero_,
     "fill_": fill_, "copy_": copy_, "masked_fill_": masked_fill_, "index_put_": index_put_,
     "scatter_": _scatter_inplace(False), "scatter_add_": _scatter_inplace(True), "index_add_": index_add_,
     "__setitem__": setitem, "__iadd__": _dunder(add_), "__isub__": _dunder(sub_), "__imul__": _dunder(mul_),
-    "__itruediv__": _dunder(div_), "__ipow__": _dunder(pow_),
+    "__itruediv__": _dunder(div_), "__ipow__": _dunder(pow_), "__ifloordiv__": _dunder(floor_divide_),
+    "__imod__": _dunder(remainder_),
 }.items():
     tensor_method(_name)(_fn)
 for _name, _op, _saves in _UNARY:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..autograd.graph import Node, save, sum_to, unpack
 from ..tensor import Tensor
-from ._common import common_device, implements_ufunc, needs_grad, record, tensor_method, wrap
+from ._common import common_device, dunder, implements_ufunc, is_operand, needs_grad, operand_error, record, tensor_method, wrap
 
 __all__ = ["matmul", "mm", "bmm", "dot"]
 
@@ -79,13 +79,20 @@ def _node_for(a_nd: int, b_nd: int, a_shape: tuple[int, ...], b_shape: tuple[int
     return MmBackward0()
 
 
+def _array_operand(x: Any, like: Any, name: str, position: int) -> Tensor:
+    """A numpy array operand (``np.matmul(array, tensor)``) as a Tensor; anything else is refused."""
+    if not isinstance(x, np.ndarray) or not is_operand(x) or not isinstance(like, Tensor):
+        raise operand_error("matmul", name, position, x)
+    return Tensor._wrap(x, like._device)
+
+
 @implements_ufunc(np.matmul)
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy/torch semantics (batched, broadcast batch dims)."""
     if not isinstance(input, Tensor):
-        input = Tensor._wrap(np.asarray(input), other._device)
+        input = _array_operand(input, other, "input", 1)
     if not isinstance(other, Tensor):
-        other = Tensor._wrap(np.asarray(other), input._device)
+        other = _array_operand(other, input, "other", 2)
     device = common_device(input, other)
     ad, bd = input._data, other._data
     if ad.ndim == 0 or bd.ndim == 0:
@@ -137,8 +144,9 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return matmul(input, other)
 
 
-tensor_method("matmul", "__matmul__")(matmul)
+tensor_method("matmul")(matmul)
+tensor_method("__matmul__")(dunder(matmul))
+tensor_method("__rmatmul__")(dunder(matmul, reflected=True))
 tensor_method("mm")(mm)
 tensor_method("bmm")(bmm)
 tensor_method("dot")(dot)
-Tensor.__rmatmul__ = lambda self, other: matmul(other, self)  # type: ignore[attr-defined]

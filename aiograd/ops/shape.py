@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.graph import Node, sum_to
 from ..tensor import Tensor, _shape_args
-from ._common import common_device, implements_function, needs_grad, record, tensor_method
+from ._common import common_device, implements_function, is_operand, needs_grad, record, tensor_method
 
 __all__ = [
     "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "swapaxes",
@@ -306,7 +306,13 @@ Tensor.view_as = _view_as  # type: ignore[attr-defined]
 def _as_tensor_list(tensors: Any, op: str) -> list[Tensor]:
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not Tensor")
-    ts = [t if isinstance(t, Tensor) else Tensor._wrap(np.asarray(t)) for t in tensors]
+    ts = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            if not isinstance(t, np.ndarray) or not is_operand(t):  # numpy arrays: np.concatenate dispatch
+                raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+            t = Tensor._wrap(t)
+        ts.append(t)
     if not ts:
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
     return ts
