@@ -358,9 +358,6 @@ class Tensor:
     def is_contiguous(self) -> bool:
         return bool(self._data.flags.c_contiguous)
 
-    def contiguous(self) -> "Tensor":
-        return self
-
     def __repr__(self) -> str:
         body = np.array2string(self._data, separator=", ", prefix="tensor(")
         extras = []

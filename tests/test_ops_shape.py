@@ -210,3 +210,174 @@ async def test_grad_of_grad_through_cat_twice() -> None:
     np.testing.assert_allclose(g.detach().numpy(), 2 * x.detach().numpy() + 4 * x.detach().numpy() ** 3)
     (gg,) = await ag.grad(g.sum(), [x], create_graph=True)
     np.testing.assert_allclose(gg.detach().numpy(), 2 + 12 * x.detach().numpy() ** 2)
+
+
+# ----- view: torch's stride rule (NOTE [View compatibility]) ---------------------------------
+
+_VIEW_MSG = (
+    r"view size is not compatible with input tensor's size and stride \(at least one dimension spans across "
+    r"two contiguous subspaces\)\. Use \.reshape\(\.\.\.\) instead\."
+)
+
+# (make the input from a module m, new shape, whether torch 2.13 allows the view)
+VIEW_CASES = [
+    (lambda m: m.arange(6).reshape(2, 3).T, (6,), False),
+    (lambda m: m.arange(6).reshape(2, 3).T, (3, 2), True),
+    (lambda m: m.arange(6).reshape(2, 3).T, (3, 1, 2), True),
+    (lambda m: m.arange(6).reshape(2, 3).T, (1, 3, 2, 1), True),
+    (lambda m: m.arange(6).reshape(2, 3).T, (6, 1), False),
+    (lambda m: m.arange(6).reshape(2, 3).T, (2, 3), False),
+    (lambda m: m.arange(6).reshape(2, 3).T, (-1,), False),
+    (lambda m: m.arange(24).reshape(2, 3, 4).permute(1, 0, 2), (3, 8), False),
+    (lambda m: m.arange(24).reshape(2, 3, 4).permute(1, 0, 2), (6, 4), False),
+    (lambda m: m.arange(24).reshape(2, 3, 4).permute(1, 0, 2), (3, 2, 2, 2), True),
+    (lambda m: m.arange(24).reshape(2, 3, 4).permute(1, 0, 2), (3, 2, 4, 1), True),
+    (lambda m: m.arange(24).reshape(2, 3, 4).permute(1, 0, 2), (24,), False),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, :, ::2], (2, 6), True),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, :, ::2], (12,), True),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, :, ::2], (2, 3, 2, 1), True),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, :, ::2], (4, 3), True),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, 1:, :], (2, 8), True),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, 1:, :], (16,), False),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, 1:, :], (4, 4), False),
+    (lambda m: m.arange(24).reshape(2, 3, 4)[:, 1:, :], (2, 2, 2, 2), True),
+    (lambda m: m.arange(3).reshape(3, 1).expand(3, 4), (12,), False),
+    (lambda m: m.arange(3).reshape(3, 1).expand(3, 4), (3, 2, 2), True),
+    (lambda m: m.arange(3).reshape(3, 1).expand(3, 4), (3, 4, 1), True),
+    (lambda m: m.arange(3).reshape(3, 1).expand(3, 4), (1, 3, 4), True),
+    (lambda m: m.arange(3).reshape(3, 1).expand(3, 4), (4, 3), False),
+    (lambda m: m.arange(6).reshape(2, 3)[:, :1], (2,), True),
+    (lambda m: m.arange(6).reshape(2, 3)[:, :1], (1, 2), True),
+    (lambda m: m.arange(6).reshape(2, 3)[:, :1], (2, 1, 1), True),
+    (lambda m: m.arange(6).reshape(2, 3)[:, 1], (2, 1), True),
+    (lambda m: m.arange(6).reshape(2, 3)[:, 1], (1, 2), True),
+    (lambda m: m.arange(6).reshape(2, 3)[:, 1], (2,), True),
+    (lambda m: m.arange(6).reshape(2, 3)[:, ::2], (4,), False),
+    (lambda m: m.arange(6).reshape(2, 3)[:, ::2], (2, 2), True),
+    (lambda m: m.arange(6).reshape(2, 3)[:, ::2], (2, 1, 2), True),
+    (lambda m: m.arange(6).reshape(2, 3).T.unsqueeze(1), (3, 2), True),
+    (lambda m: m.arange(6).reshape(2, 3).T.unsqueeze(1), (6,), False),
+    (lambda m: m.arange(6).reshape(2, 3).T.unsqueeze(1), (3, 1, 1, 2), True),
+    (lambda m: m.zeros(0, 3).T, (0,), True),
+    (lambda m: m.zeros(0, 3).T, (-1,), True),
+    (lambda m: m.zeros(0, 3).T, (3, 0, 1), True),
+    (lambda m: m.zeros(0, 3).T, (0, 5), True),
+    (lambda m: m.zeros(2, 0, 3).permute(2, 0, 1), (3, 0), True),
+    (lambda m: m.zeros(2, 0, 3).permute(2, 0, 1), (0,), True),
+    (lambda m: m.zeros(2, 0, 3).permute(2, 0, 1), (6, 0), True),
+    (lambda m: m.tensor(5.0), (1, 1), True),
+    (lambda m: m.tensor(5.0), (), True),
+    (lambda m: m.tensor(5.0), (1,), True),
+    (lambda m: m.tensor(5.0), (-1,), True),
+    (lambda m: m.arange(8).reshape(2, 2, 2).transpose(0, 1), (2, 4), False),
+    (lambda m: m.arange(8).reshape(2, 2, 2).transpose(0, 1), (4, 2), False),
+    (lambda m: m.arange(8).reshape(2, 2, 2).transpose(0, 1), (2, 2, 2), True),
+    (lambda m: m.arange(8).reshape(2, 2, 2).transpose(0, 1), (8,), False),
+    (lambda m: m.arange(8).reshape(2, 2, 2).transpose(1, 2), (4, 2), False),
+    (lambda m: m.arange(8).reshape(2, 2, 2).transpose(1, 2), (2, 4), False),
+    (lambda m: m.arange(8).reshape(2, 2, 2).transpose(1, 2), (8,), False),
+    (lambda m: m.arange(12).reshape(3, 4)[1:, 1:3], (4,), False),
+    (lambda m: m.arange(12).reshape(3, 4)[1:, 1:3], (2, 2), True),
+    (lambda m: m.arange(12).reshape(3, 4)[1:, 1:3], (2, 1, 2), True),
+]
+
+
+@pytest.mark.parametrize("make, shape, allowed", VIEW_CASES)
+def test_view_is_allowed_exactly_where_torch_allows_it(make, shape, allowed) -> None:
+    x = make(ag)
+    expected = np.reshape(np.array(x.numpy()), shape)
+    if not allowed:
+        with pytest.raises(RuntimeError, match=_VIEW_MSG):
+            x.view(shape)
+        assert x.reshape(shape).tolist() == expected.tolist()  # reshape copies instead
+        return
+    v = x.view(*shape) if shape else x.view(())
+    assert v.shape == expected.shape and v.tolist() == expected.tolist()
+    assert v.numel() == 0 or np.shares_memory(v.numpy(), x.numpy())
+    assert v._version_counter is x._version_counter
+
+
+def test_writes_through_a_view_reach_the_base() -> None:
+    x = ag.arange(24.0).reshape(2, 3, 4)[:, :, ::2]
+    v = x.view(12)
+    v.mul_(-1)
+    assert (x.numpy() <= 0).all() and x._version == v._version == 1
+    y = ag.arange(6.0).reshape(2, 3).T
+    y.view(3, 1, 2)[1, 0, 1] = 100.0
+    assert y[1, 1].item() == 100.0
+
+
+def test_transpose_then_view_raises_and_contiguous_view_works() -> None:
+    x = ag.arange(6.0).reshape(2, 3)
+    with pytest.raises(RuntimeError, match=_VIEW_MSG):
+        x.T.view(6)
+    with pytest.raises(RuntimeError, match=_VIEW_MSG):
+        x.T.view_as(ag.zeros(6))
+    c = x.T.contiguous()
+    assert c.is_contiguous() and not x.T.is_contiguous()
+    assert c.view(6).tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    assert x.contiguous() is x
+
+
+async def test_contiguous_records_clone_backward_and_reshape_names_follow_torch() -> None:
+    w = ag.arange(6.0).reshape(2, 3).requires_grad_()
+    c = w.T.contiguous()
+    assert c.grad_fn.name() == "CloneBackward0"
+    assert w.T.reshape(6).grad_fn.name() == "UnsafeViewBackward0"  # a copy
+    assert w.T.reshape(3, 1, 2).grad_fn.name() == "ReshapeAliasBackward0"  # a strided view
+    assert w.reshape(3, 2).grad_fn.name() == "ViewBackward0"
+    assert w.T.view(3, 1, 2).grad_fn.name() == "ViewBackward0"
+    await (c * ag.arange(6.0).reshape(3, 2)).sum().backward()
+    assert w.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+
+
+@given(
+    shape=hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=4),
+    data=st.data(),
+)
+def test_view_agrees_with_numpys_no_copy_reshape(shape: tuple[int, ...], data: st.DataObject) -> None:
+    """A view exists exactly when numpy can reshape without a copy (two implementations of one rule)."""
+    base = np.arange(int(np.prod(shape)) * 2, dtype=np.float64)[::2].reshape(shape)
+    perm = data.draw(st.permutations(range(len(shape))))
+    arr = base.transpose(perm)
+    x = ag.from_numpy(arr)
+    n = arr.size
+    sizes = data.draw(st.lists(st.integers(1, 4), max_size=3))
+    if n == 0:
+        new = tuple(sizes) + (0,)
+    else:
+        new = tuple(sizes) + (-1,) if n % int(np.prod(sizes)) == 0 else (n,)
+    numpy_views = np.shares_memory(arr.reshape(new), arr) or n == 0
+    try:
+        v = x.view(new)
+    except RuntimeError as e:
+        assert "view size is not compatible" in str(e)
+        assert not numpy_views
+    else:
+        assert numpy_views
+        assert v.tolist() == arr.reshape(new).tolist()
+
+
+def test_view_and_reshape_shape_errors_follow_torch() -> None:
+    x = ag.zeros(2, 3)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        x.view(-1, -1)
+    with pytest.raises(RuntimeError, match=r"shape '\[4, -1\]' is invalid for input of size 6"):
+        x.view(4, -1)
+    with pytest.raises(RuntimeError, match=r"invalid shape dimension -2 at index 0 of shape \[-2, 3\]"):
+        x.reshape(-2, 3)
+    with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[-1, 0\] because the "
+                       "unspecified dimension size -1 can be any value and is ambiguous"):
+        ag.zeros(0, 3).view(-1, 0)
+    assert ag.zeros(0, 3).view(3, -1).shape == (3, 0)
+
+
+def test_split_size_zero_follows_torch() -> None:
+    with pytest.raises(RuntimeError, match="split_size can only be 0 if dimension size is 0, but got dimension size of 6"):
+        ag.arange(6).split(0)
+    with pytest.raises(RuntimeError, match="split expects split_size be non-negative, but got split_size=-1"):
+        ag.arange(6).split(-1)
+    assert [t.shape for t in ag.arange(0).split(0)] == [(0,)]
+    with pytest.raises(RuntimeError, match=r"split_with_sizes expects split_sizes have only non-negative entries, "
+                       r"but got split_sizes=\[2, -1, 5\]"):
+        ag.arange(6).split([2, -1, 5])

@@ -30,6 +30,16 @@ def clone(input: Tensor) -> Tensor:
     return out
 
 
+def contiguous(input: Tensor) -> Tensor:
+    """``input`` itself when its memory is in C order, else a C-ordered copy (CloneBackward0, as torch)."""
+    if input._data.flags.c_contiguous:
+        return input
+    out = Tensor._wrap(np.ascontiguousarray(input._data), input._device)
+    if needs_grad(input):
+        record(CloneBackward0(), (input,), (out,))
+    return out
+
+
 class ToCopyBackward0(Node):
     """Gradient of a dtype/device change: cast (and move) it back to the source."""
 
@@ -105,6 +115,7 @@ def _cast(dtype: Any) -> Any:
 
 
 tensor_method("clone")(clone)
+tensor_method("contiguous")(contiguous)
 tensor_method("to")(to)
 for _name, _dt in {"float": np.float32, "double": np.float64, "half": np.float16, "long": np.int64,
                    "int": np.int32, "bool": np.bool_}.items():

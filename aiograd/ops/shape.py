@@ -82,14 +82,91 @@ class ViewBackward0(Node):
         return (grads[0].reshape(self.in_shape),)
 
 
+class ReshapeAliasBackward0(ViewBackward0):
+    """reshape that could view a non-contiguous input (as torch names it)."""
+
+    __slots__ = ()
+
+
+class UnsafeViewBackward0(ViewBackward0):
+    """reshape that had to copy (as torch names it)."""
+
+    __slots__ = ()
+
+
+_VIEW_ERROR = (
+    "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
+    "contiguous subspaces). Use .reshape(...) instead."
+)
+
+
+def view_strides(
+    shape: tuple[int, ...], strides: tuple[int, ...], new_shape: tuple[int, ...], itemsize: int
+) -> tuple[int, ...] | None:
+    """The strides (in bytes) with which ``new_shape`` views an array of ``shape`` and
+    ``strides``, or None when no view exists and a copy is needed.
+
+    NOTE [View compatibility]: torch's rule (its computeStride), so that ``view`` works and
+    fails where torch's does. Reading the old dims from the innermost out, consecutive dims
+    form one chunk while each outer stride equals the inner chunk's span (``stride[d-1] ==
+    numel(d..) * stride of the chunk's innermost dim``); a dim of size 1 never breaks a
+    chunk, whatever its stride. A view exists iff the new dims, also from the innermost,
+    can be cut into consecutive groups whose element counts are exactly those of the chunks;
+    each group then walks its chunk in C order. New dims of size 1 fit anywhere. A tensor
+    with no elements views as any shape (with contiguous strides unless the shape is
+    unchanged). numpy's no-copy reshape follows the same rule (a test checks that), so a
+    view that exists is built by ``ndarray.reshape``.
+    """
+    if not shape:
+        return (itemsize,) * len(new_shape)
+    numel = 1
+    for n in shape:
+        numel *= n
+    if numel == 0:
+        if new_shape == shape:
+            return strides
+        out = []
+        step = itemsize
+        for n in reversed(new_shape):
+            out.append(step)
+            step *= n if n > 1 else 1
+        return tuple(reversed(out))
+    new_strides = [0] * len(new_shape)
+    v = len(new_shape) - 1  # next new dim to place, innermost first
+    chunk_stride = strides[-1]  # the innermost stride of the current chunk
+    chunk_numel = view_numel = 1
+    for d in range(len(shape) - 1, -1, -1):
+        chunk_numel *= shape[d]
+        chunk_ends = d == 0 or (shape[d - 1] != 1 and strides[d - 1] != chunk_numel * chunk_stride)
+        if not chunk_ends:
+            continue
+        while v >= 0 and (view_numel < chunk_numel or new_shape[v] == 1):
+            new_strides[v] = view_numel * chunk_stride
+            view_numel *= new_shape[v]
+            v -= 1
+        if view_numel != chunk_numel:
+            return None
+        if d > 0:
+            chunk_stride = strides[d - 1]
+            chunk_numel = view_numel = 1
+    return tuple(new_strides) if v == -1 else None
+
+
 def _infer_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for i, s in enumerate(shape):
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
         if s != -1:
             known *= s
     if -1 in shape:
+        if known == 0 and size == 0:
+            raise RuntimeError(
+                f"cannot reshape tensor of 0 elements into shape {list(shape)} because the unspecified dimension "
+                "size -1 can be any value and is ambiguous"
+            )
         if known == 0 or size % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {size}")
         shape = tuple(size // known if s == -1 else s for s in shape)
@@ -98,24 +175,38 @@ def _infer_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
     return shape
 
 
-def reshape(input: Tensor, *shape: Any) -> Tensor:
-    """The same data with a new shape (a view when possible). One dim may be -1."""
+def _reshape(input: Tensor, shape: tuple[Any, ...], view_only: bool) -> Tensor:
+    """reshape (a view when the strides allow one, else a copy) or, with ``view_only``, view
+    (refused when they do not; NOTE [View compatibility])."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    shape = tuple(int(s) for s in shape)
     xd = input._data
-    target = _infer_shape(shape, xd.size)
+    target = _infer_shape(tuple(int(s) for s in shape), xd.size)
+    node_cls: type[ViewBackward0] = ViewBackward0
+    if not xd.flags.c_contiguous:
+        if view_strides(xd.shape, xd.strides, target, xd.itemsize) is not None:
+            node_cls = ViewBackward0 if view_only else ReshapeAliasBackward0
+        elif view_only:
+            raise RuntimeError(_VIEW_ERROR)
+        else:
+            node_cls = UnsafeViewBackward0
     out = make_view(input, xd.reshape(target))
     if needs_grad(input):
-        node = ViewBackward0()
+        node = node_cls()
         node.in_shape = xd.shape
         record(node, (input,), (out,))
     return out
 
 
+def reshape(input: Tensor, *shape: Any) -> Tensor:
+    """The same data with a new shape: a view when the strides allow one, else a copy. One dim may be -1."""
+    return _reshape(input, shape, view_only=False)
+
+
 def view(input: Tensor, *shape: Any) -> Tensor:
-    """Like reshape (aiograd arrays are always viewable through numpy)."""
-    return reshape(input, *shape)
+    """The same data with a new shape, always sharing memory; raises (as torch) when the
+    strides do not allow it (NOTE [View compatibility]): then use reshape or contiguous()."""
+    return _reshape(input, shape, view_only=True)
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -142,14 +233,14 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         ds = {_wrap_dim(d, len(shp)) for d in dims} if shp else set()
         new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
-    return reshape(input, new)
+    return _reshape(input, new, view_only=True)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dim of size 1 at ``dim``."""
     shp = input.shape
     d = _wrap_dim(dim, len(shp) + 1)
-    return reshape(input, shp[:d] + (1,) + shp[d:])
+    return _reshape(input, shp[:d] + (1,) + shp[d:], view_only=True)
 
 
 class PermuteBackward0(Node):
@@ -288,7 +379,7 @@ def _expand_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 def _view_as(self: Tensor, other: Tensor) -> Tensor:
-    return reshape(self, other.shape)
+    return view(self, other.shape)
 
 
 Tensor.reshape_as = _reshape_as  # type: ignore[attr-defined]
@@ -488,15 +579,21 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
         sizes = [int(s) for s in split_size_or_sections]
-        if any(s < 0 for s in sizes) or sum(sizes) != n:
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}"
+            )
+        if sum(sizes) != n:
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
                 f"dimension {d}), but got split_sizes={sizes}"
             )
         return _split_pieces(tensor, sizes, d, SplitWithSizesBackward0)
     s = int(split_size_or_sections)
-    if s < 0 or (s == 0 and n != 0):
+    if s < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
     if n == 0:
         sizes = [0]
     else:
