@@ -197,6 +197,54 @@ def test_nll_loss_all_ignored_mean_is_nan():
     assert np.isnan(out.item())
 
 
+_ALL_IGNORED = [
+    ("nll_loss", lambda x, t: F.nll_loss(x, t), (3, 4)),
+    ("cross_entropy", lambda x, t: F.cross_entropy(x, t), (3, 4)),
+    ("cross_entropy_smoothing", lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), (3, 4)),
+    ("cross_entropy_weighted_smoothing",
+     lambda x, t: F.cross_entropy(x, t, weight=ag.ones(4, dtype=ag.float64), label_smoothing=0.1), (3, 4)),
+    ("nll_loss_weighted", lambda x, t: F.nll_loss(x, t, weight=ag.ones(4, dtype=ag.float64)), (3, 4)),
+    ("nll_loss_k_dim", lambda x, t: F.nll_loss(x, t), (2, 4, 3)),
+    ("nll_loss_unbatched", lambda x, t: F.nll_loss(x, t), (4,)),
+]
+
+
+@pytest.mark.parametrize("name, loss, shape", _ALL_IGNORED, ids=[c[0] for c in _ALL_IGNORED])
+async def test_every_target_ignored_gives_nan_loss_and_zero_gradient_like_torch(name, loss, shape):
+    x = t64(rnd(*shape))
+    tshape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    out = loss(x, ag.full(tshape, -100))
+    assert np.isnan(out.item())
+    await out.backward()
+    assert x.grad.tolist() == np.zeros(shape).tolist()  # a fully padded batch must not poison the weights
+
+
+async def test_zero_total_weight_without_ignoring_gives_nan_only_where_torch_does():
+    x = t64(rnd(3, 4))
+    out = F.nll_loss(x, ag.tensor([0, -100, 0]), weight=ag.tensor([0.0, 1.0, 1.0, 1.0], dtype=ag.float64))
+    assert np.isnan(out.item())
+    await out.backward()
+    nan = np.zeros((3, 4), bool)
+    nan[0, 0] = nan[2, 0] = True  # 0 * (1 / 0) at the zero-weight targets, as torch
+    assert (np.isnan(x.grad.numpy()) == nan).all()
+    assert (x.grad.numpy()[~nan] == 0).all()
+
+
+@pytest.mark.parametrize("op", [ag.softmax, ag.log_softmax])
+@pytest.mark.parametrize("shape, dim", [((2, 0), 1), ((2, 0), 0), ((2, 0), -1), ((0, 3), 1), ((0,), 0)])
+async def test_softmax_over_empty_tensors_is_empty_like_torch(op, shape, dim):
+    x = ag.zeros(*shape, requires_grad=True)
+    y = op(x, dim)
+    assert y.shape == shape and y.dtype == np.float32
+    await y.sum().backward()
+    assert x.grad.shape == shape
+
+
+def test_cross_entropy_and_logsumexp_over_empty_tensors_like_torch():
+    assert np.isnan(F.cross_entropy(ag.zeros(0, 4), ag.zeros(0, dtype=ag.int64)).item())
+    assert ag.logsumexp(ag.zeros(2, 0), 1).tolist() == [-np.inf, -np.inf]
+
+
 def test_nll_loss_errors_use_torch_wording():
     with pytest.raises(ValueError, match=r"Expected input batch_size \(3\) to match target batch_size \(4\)\."):
         F.nll_loss(ag.randn(3, 5), ag.tensor([0, 1, 2, 3]))

@@ -287,3 +287,73 @@ async def test_masked_select_and_nonzero() -> None:
     rows, cols = ag.tensor(a).nonzero(as_tuple=True)
     assert rows.tolist() == [0, 1] and cols.tolist() == [1, 0]
     assert nz.grad_fn is None and not nz.requires_grad
+
+
+# ----- 0-d inputs are one element (as torch) ------------------------------------------------------
+
+
+async def test_index_add_on_a_0d_tensor_adds_to_its_one_element() -> None:
+    a = ag.tensor(1.0, dtype=ag.float64, requires_grad=True)
+    s = ag.tensor(5.0, dtype=ag.float64, requires_grad=True)
+    for index in (ag.tensor([0]), ag.tensor(0)):
+        out = ag.index_add(a, 0, index, s)
+        assert out.shape == () and out.item() == 6.0
+    out = ag.index_add(a, -1, ag.tensor([0]), s, alpha=2)
+    assert out.item() == 11.0 and out.grad_fn.name() == "IndexAddBackward0"
+    await out.backward()
+    assert a.grad.item() == 1.0 and s.grad.item() == 2.0
+    b = ag.tensor(1.0)
+    b.index_add_(0, ag.tensor([0]), ag.tensor(2.0))
+    assert b.item() == 3.0
+    assert ag.index_add(ag.zeros(3), 0, ag.tensor(1), ag.tensor([5.0])).tolist() == [0.0, 5.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "call, exc, phrase",
+    [
+        (lambda: ag.index_add(ag.tensor(1.0), 1, ag.tensor([0]), ag.tensor(5.0)), IndexError,
+         r"Dimension out of range \(expected to be in range of \[-1, 0\], but got 1\)"),
+        (lambda: ag.index_add(ag.tensor(1.0), 0, ag.tensor([1]), ag.tensor(5.0)), IndexError,
+         "index out of range in self"),
+        (lambda: ag.index_add(ag.tensor(1.0), 0, ag.tensor([0, 0]), ag.tensor([1.0, 2.0])), RuntimeError,
+         r"source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
+         r"\[\] source.shape = \[2\]"),
+        (lambda: ag.index_add(ag.zeros(3), 0, ag.tensor([0]), ag.tensor(5.0)), RuntimeError,
+         r"Got self.shape = \[3\] source.shape = \[\]"),
+        (lambda: ag.index_add(ag.zeros(3, 2), 0, ag.tensor([0, 1]), ag.ones(2, 1)), RuntimeError,
+         r"Got self.shape = \[3, 2\] source.shape = \[2, 1\]"),
+        (lambda: ag.index_add(ag.zeros(3), 0, ag.tensor([0, 1]), ag.ones(3)), RuntimeError,
+         r"index_add_\(\): Number of indices \(2\) should be equal to source.size\(dim\): \(3\), for dim: 0"),
+        (lambda: ag.index_add(ag.zeros(3, 2), 0, ag.tensor([[0, 1]]), ag.ones(2, 2)), IndexError,
+         r"index_add_\(\): Index is supposed to be a vector, but got dim: 2"),
+        (lambda: ag.index_add(ag.zeros(3, 2), 0, ag.tensor([0, 5]), ag.ones(2, 2)), RuntimeError,
+         "index 5 is out of bounds for dimension 0 with size 3"),
+        (lambda: ag.index_add(ag.zeros(3, 2), 0, ag.tensor([0, -1]), ag.ones(2, 2)), RuntimeError,
+         "index -1 is out of bounds for dimension 0 with size 3"),
+        (lambda: ag.index_add(ag.zeros(3, 2), 0, ag.tensor([0.0, 1.0]), ag.ones(2, 2)), RuntimeError,
+         r"index_add_\(\): Expected dtype int32/int64 for index but got: Float"),
+        (lambda: ag.index_add(ag.zeros(3, 2), 0, ag.tensor([0, 1]), ag.ones(2, 2, dtype=ag.float64)), RuntimeError,
+         r"index_add_\(\): self \(Float\) and source \(Double\) must have the same scalar type"),
+        (lambda: ag.index_add(ag.zeros(3, 2), 0, ag.tensor([0, 1]), 5.0), TypeError,
+         r"index_add\(\): argument 'source' \(position 4\) must be Tensor, not float"),
+    ],
+)
+def test_index_add_misuse_gives_torch_errors(call, exc, phrase) -> None:
+    with pytest.raises(exc, match=phrase):
+        call()
+
+
+async def test_masked_select_on_a_0d_tensor_treats_it_as_one_element() -> None:
+    x = ag.tensor(3.0, dtype=ag.float64, requires_grad=True)
+    out = ag.masked_select(x, ag.tensor(True))
+    assert out.shape == (1,) and out.tolist() == [3.0]
+    assert out.grad_fn.name() == "MaskedSelectBackward0"
+    await out.sum().backward()
+    assert x.grad.shape == () and x.grad.item() == 1.0
+    assert ag.masked_select(x, ag.tensor(False)).shape == (0,)
+    assert ag.masked_select(ag.tensor([3.0, 4.0]), ag.tensor(True)).tolist() == [3.0, 4.0]
+    assert ag.masked_select(ag.tensor(3.0), ag.tensor([True, False])).tolist() == [3.0]
+    with pytest.raises(RuntimeError, match="masked_select: expected BoolTensor for mask"):
+        ag.masked_select(x, ag.tensor(1))
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(2\) must match the size of tensor b \(3\)"):
+        ag.masked_select(ag.ones(2, 3), ag.tensor([True, False]))

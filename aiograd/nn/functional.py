@@ -137,14 +137,16 @@ def cross_entropy(
     else:
         smooth = -logp.sum(class_dim)  # type: ignore[attr-defined]
     if ignore.any():
-        smooth = smooth * (~ignore).astype(smooth.dtype)
+        # a fill, not a product: an ignored row gets no gradient even when the mean divides by 0 (as torch)
+        smooth = _ew.where(ignore, 0.0, smooth)
     if reduction == "mean":
         if weight is not None:
             wd = weight._data
             denom = wd[td[~ignore]].sum()
         else:
             denom = (~ignore).sum()
-        ret = smooth.sum() / float(denom)
+        with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: nan, as torch
+            ret = smooth.sum() / float(denom)
     elif reduction == "sum":
         ret = smooth.sum()
     else:

@@ -32,7 +32,8 @@ import numpy as np
 
 from ..autograd.graph import Node, sum_to
 from ..tensor import Tensor
-from ._common import implements_function, needs_grad, record, tensor_method
+from ._common import broadcast_shapes, implements_function, needs_grad, operand_error, record, tensor_method
+from .nn import _torch_dtype_name
 from .shape import _wrap_dim, make_view
 
 __all__ = [
@@ -276,11 +277,12 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
 
 
 def masked_select(input: Tensor, mask: Any) -> Tensor:
-    """The elements of ``input`` where ``mask`` (broadcast) is true, as a 1-d tensor."""
+    """The elements of ``input`` where ``mask`` (broadcast) is true, as a 1-d tensor
+    (a 0-d input and mask are one element, as torch)."""
     m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
     if m.dtype != np.bool_:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {m.dtype}")
-    shape = np.broadcast_shapes(input.shape, m.shape)
+    shape = broadcast_shapes(m.shape, input.shape) or (1,)  # torch names the mask "a"
     x = input if shape == input.shape else input.expand(shape)  # type: ignore[attr-defined]
     idx = np.nonzero(np.broadcast_to(m, shape))
     out = Tensor._wrap(x._data[idx], input._device)
@@ -404,13 +406,53 @@ def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     return _put(input, idx, src, True, ScatterAddBackward0)
 
 
-def index_add(input: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
-    """A copy of ``input`` with ``alpha * source`` added at the slices ``index`` along ``dim``."""
-    idx_arr = _index_array(index, "index_add").reshape(-1)
+def index_add_args(op: str, input: Tensor, dim: int, index: Any, source: Any) -> tuple[tuple[Any, ...], Tensor]:
+    """The index tuple at which index_add adds ``source``, after torch's checks (a 0-d
+    ``input`` is one element: index 0 along dim 0 or -1)."""
+    idx_arr = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if idx_arr.dtype.kind not in "iu":
+        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: {_torch_dtype_name(idx_arr.dtype)}")
+    if idx_arr.ndim > 1:
+        raise IndexError(
+            f"{op}(): Index is supposed to be a vector, but got dim: {idx_arr.ndim} with type: "
+            f"{_torch_dtype_name(idx_arr.dtype)} and size: {list(idx_arr.shape)}"
+        )
+    if not isinstance(source, Tensor):
+        raise operand_error(op.rstrip("_"), "source", 4, source)
     d = _wrap_dim(dim, input.ndim)
+    if source.dtype != input.dtype:
+        raise RuntimeError(
+            f"{op}(): self ({_torch_dtype_name(input.dtype)}) and source ({_torch_dtype_name(source.dtype)}) "
+            "must have the same scalar type"
+        )
+    xs, ss = input.shape, source.shape
+    if len(ss) != len(xs) or any(a != b for k, (a, b) in enumerate(zip(xs, ss)) if k != d):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. "
+            f"Got self.shape = {list(xs)} source.shape = {list(ss)}"
+        )
+    count = ss[d] if ss else 1
+    if idx_arr.size != count:
+        raise RuntimeError(
+            f"{op}(): Number of indices ({idx_arr.size}) should be equal to source.size(dim): ({count}), for dim: {d}"
+        )
+    size = xs[d] if xs else 1
+    bad = (idx_arr < 0) | (idx_arr >= size)
+    if bad.any():
+        if not xs:
+            raise IndexError("index out of range in self")
+        raise RuntimeError(f"index {int(idx_arr[bad].flat[0])} is out of bounds for dimension {d} with size {size}")
+    if not xs:
+        return (), source
+    return (slice(None),) * d + (idx_arr.reshape(-1).astype(np.intp, copy=False),), source
+
+
+def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any = 1) -> Tensor:
+    """A copy of ``input`` with ``alpha * source`` added at the slices ``index`` along ``dim``."""
+    idx, source = index_add_args("index_add_", input, dim, index, source)
     if alpha != 1:
-        source = source * alpha
-    return _put(input, (slice(None),) * d + (idx_arr,), source, True, IndexAddBackward0)
+        source = source * alpha  # type: ignore[operator]
+    return _put(input, idx, source, True, IndexAddBackward0)
 
 
 # ----- masked_fill ---------------------------------------------------------------------------

@@ -41,16 +41,16 @@ from . import elementwise as _ew
 from ._common import check_operand, is_operand, needs_grad, record, tensor_method
 from .index import (
     IndexPutBackward0,
-    _index_array,
     _put,
     _scatter_args,
     _values,
+    index_add_args,
     getitem,
     masked_fill,
     normalize_index,
     _ADVANCED,
 )
-from .shape import _wrap_dim, live_views
+from .shape import live_views
 
 __all__: list[str] = []
 
@@ -590,7 +590,7 @@ def _scatter_inplace(accumulate: bool) -> Callable[..., Tensor]:
 
 def index_add_(self: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
     """Add ``alpha * source`` at the slices ``index`` along ``dim``, in place."""
-    idx = (slice(None),) * _wrap_dim(dim, self.ndim) + (_index_array(index, "index_add_").reshape(-1),)
+    idx, source = index_add_args("index_add_", self, dim, index, source)
     if alpha != 1:
         source = source * alpha
     return _inplace(

@@ -102,6 +102,8 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     input, xd, d = _softmax_prep(input, dim, dtype, "softmax")
     if xd.ndim == 0:
         res = np.ones_like(xd)
+    elif xd.size == 0:  # nothing to normalize (the max of an empty dim would raise)
+        res = np.empty_like(xd)
     else:
         e = xd - xd.max(axis=d, keepdims=True)
         np.exp(e, out=e)
@@ -121,6 +123,8 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     input, xd, d = _softmax_prep(input, dim, dtype, "log_softmax")
     if xd.ndim == 0:
         res = np.zeros_like(xd)
+    elif xd.size == 0:
+        res = np.empty_like(xd)
     else:
         res = xd - xd.max(axis=d, keepdims=True)
         res -= np.log(np.exp(res).sum(axis=d, keepdims=True))
@@ -222,17 +226,20 @@ def nll_loss(
         total = w.sum()
         with np.errstate(invalid="ignore", divide="ignore"):
             res = losses.sum() / total  # 0/0 = nan when every target is ignored, as torch
-        scale = 1.0 / total if total != 0 else np.nan
+            scale = np.reciprocal(total)
     out = wrap(np.asarray(res, dtype=xd.dtype), input._device)
     if needs_grad(input):
         node = NllLossBackward0()
+        # Only the targets that count get a coefficient (as torch writes only those): with every
+        # target ignored the gradient is 0, not 0 * (1 / 0); a counted target of weight 0 with a
+        # total weight of 0 gets 0 * inf = NaN, as torch's.
+        with np.errstate(invalid="ignore"):
+            picked_coef = np.where(valid, -w * scale, 0).astype(xd.dtype, copy=False)
         coef = np.zeros(x2.shape, dtype=xd.dtype)
-        np.put_along_axis(coef, safe[:, None], (-w)[:, None], axis=1)
+        np.put_along_axis(coef, safe[:, None], picked_coef[:, None], axis=1)
         if reduction == "none" and xd.ndim > 1:
             node.g_shape = (x2.shape[0], 1) + x2.shape[2:]
         else:
-            if reduction == "mean":
-                coef *= scale
             node.g_shape = None
         node.coef = coef.reshape(xd.shape)
         record(node, (input,), (out,))
