@@ -666,6 +666,10 @@ def full(
     size: Sequence[int], fill_value: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
+    if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (numbers.Number, np.number, np.bool_)):
+        raise TypeError(f"full(): argument 'fill_value' must be a number, not {type(fill_value).__name__}")
     if dtype is None:
         if isinstance(fill_value, bool):
             dtype = bool_
@@ -750,22 +754,24 @@ def randint(
     return _make(values.astype(_resolve_dtype(dtype) or int64), device, requires_grad)
 
 
-def _like(t: Tensor, dtype: DTypeLike) -> tuple[tuple[int, ...], np.dtype]:
+def _like(t: Tensor, dtype: DTypeLike, op: str) -> tuple[tuple[int, ...], np.dtype]:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
     return t.shape, (_resolve_dtype(dtype) or t.dtype)
 
 
 def zeros_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype)
+    shape, d = _like(t, dtype, "zeros_like")
     return _make(np.zeros(shape, d), device if device is not None else t.device, requires_grad)
 
 
 def ones_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype)
+    shape, d = _like(t, dtype, "ones_like")
     return _make(np.ones(shape, d), device if device is not None else t.device, requires_grad)
 
 
 def empty_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype)
+    shape, d = _like(t, dtype, "empty_like")
     return _make(np.empty(shape, d), device if device is not None else t.device, requires_grad)
 
 
@@ -773,17 +779,17 @@ def full_like(
     t: Tensor, fill_value: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    shape, d = _like(t, dtype)
+    shape, d = _like(t, dtype, "full_like")
     return _make(np.full(shape, fill_value, d), device if device is not None else t.device, requires_grad)
 
 
 def rand_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype)
+    shape, d = _like(t, dtype, "rand_like")
     return _make(_rng.random(shape).astype(d, copy=False), device if device is not None else t.device, requires_grad)
 
 
 def randn_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype)
+    shape, d = _like(t, dtype, "randn_like")
     return _make(
         _rng.standard_normal(shape).astype(d, copy=False), device if device is not None else t.device, requires_grad
     )

@@ -123,3 +123,49 @@ def test_where_with_shapes_that_do_not_broadcast_names_them():
     with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(2\) at non-singleton dimension 1"):
         ag.where(ag.tensor([True, False, True]), ag.ones(2, 3), ag.zeros(2, 2))
     assert ag.where(ag.tensor([True, False, True]), ag.ones(2, 3), ag.zeros(2, 1)).shape == (2, 3)
+
+
+# ----- the same rule for tensor-like and integer arguments of other ops ---------------------------
+
+m = ag.tensor([[1.0, 2.0], [3.0, 4.0]])
+
+OTHER_ARGUMENTS = [
+    (lambda: m.mm(None), TypeError, "mm(): argument 'mat2' (position 2) must be Tensor, not NoneType"),
+    (lambda: m.bmm("a"), TypeError, "bmm(): argument 'mat2' (position 2) must be Tensor, not str"),
+    (lambda: m[0].dot("a"), TypeError, "dot(): argument 'other' (position 2) must be Tensor, not str"),
+    (lambda: m.clone().copy_(None), TypeError, "copy_(): argument 'src' (position 1) must be Tensor, not NoneType"),
+    (lambda: m.clone().fill_("a"), TypeError, "fill_(): argument 'value' (position 1) must be Tensor, not str"),
+    (lambda: m.masked_fill(m > 1, "a"), TypeError, "masked_fill(): argument 'value' (position 3) must be Tensor, not str"),
+    (lambda: m.clone().__setitem__(0, "a"), TypeError, "can't assign a str to a tensor of dtype float32"),
+    (lambda: m.clone().__setitem__(0, [1.0, "a"]), TypeError, "invalid data type 'str'"),
+    (lambda: m.scatter(0, ag.tensor([[0, 1]]), "a"), TypeError, "can't assign a str to a tensor of dtype float32"),
+    (lambda: ag.zeros_like("a"), TypeError, "zeros_like(): argument 'input' (position 1) must be Tensor, not str"),
+    (lambda: ag.randn_like(None), TypeError, "randn_like(): argument 'input' (position 1) must be Tensor, not NoneType"),
+    (lambda: ag.full((2,), "a"), TypeError, "full(): argument 'fill_value' must be a number, not str"),
+    (lambda: m.view(2.5, 2), TypeError, "view(): argument 'shape' must be tuple of ints, but found element of type float at pos 0"),
+    (lambda: m.reshape(None), TypeError, "reshape(): argument 'shape' must be tuple of ints, but found element of type NoneType"),
+    (lambda: m.expand("a"), TypeError, "expand(): argument 'size' must be tuple of ints, but found element of type str"),
+    (lambda: m.permute(0, 1.0), TypeError, "permute(): argument 'dims' must be tuple of ints, but found element of type float at pos 1"),
+    (lambda: m.repeat("a"), TypeError, "repeat(): argument 'repeats' must be tuple of ints"),
+    (lambda: m.flip("a"), TypeError, "flip(): argument 'dims' must be tuple of ints"),
+    (lambda: m.transpose("a", 0), TypeError, "dim must be an int, not str"),
+    (lambda: m.unsqueeze(None), TypeError, "dim must be an int, not NoneType"),
+    (lambda: ag.softmax(m, "a"), TypeError, "dim must be an int, not str"),
+    (lambda: m.split("a"), TypeError, "split_size must be an int, not str"),
+    (lambda: m.chunk("a"), TypeError, "chunks must be an int, not str"),
+    (lambda: ag.layer_norm(m, "a"), TypeError, "layer_norm(): argument 'normalized_shape' must be tuple of ints"),
+]
+
+
+@pytest.mark.parametrize("call, exc, phrase", OTHER_ARGUMENTS, ids=[p.split("(")[0][:20] for _, _, p in OTHER_ARGUMENTS])
+def test_other_misused_arguments_give_a_clear_error(call, exc, phrase):
+    with pytest.raises(exc) as info:
+        call()
+    assert phrase in str(info.value)
+
+
+def test_a_float_size_is_never_truncated():
+    with pytest.raises(TypeError, match="must be tuple of ints"):
+        ag.zeros(2).view(2.5)  # int(2.5) == 2 would have made this "work"
+    assert ag.zeros(2, 3).view(np.int64(3), 2).shape == (3, 2)
+    assert ag.zeros(2, 3).transpose(np.int64(0), 1).shape == (3, 2)

@@ -31,8 +31,17 @@ from typing import Any
 import numpy as np
 
 from ..autograd.graph import Node, sum_to
-from ..tensor import Tensor
-from ._common import broadcast_shapes, implements_function, needs_grad, operand_error, record, tensor_method
+from ..tensor import Tensor, _to_array
+from ._common import (
+    broadcast_shapes,
+    check_operand,
+    implements_function,
+    is_operand,
+    needs_grad,
+    operand_error,
+    record,
+    tensor_method,
+)
 from .nn import _torch_dtype_name
 from .shape import _wrap_dim, make_view
 
@@ -341,11 +350,16 @@ class IndexAddBackward0(IndexPutBackward0):
 
 
 def _values(values: Any, like: Tensor) -> tuple[Any, Any]:
-    """(values as recorded, its array)."""
+    """(values as recorded, its array) for a write into ``like``: a Tensor, a number, a numeric
+    array, or a nested sequence of numbers (read as ``tensor()`` reads it); anything else is refused."""
     if isinstance(values, Tensor):
         return values, values._data
     if isinstance(values, (bool, int, float)):
         return values, values
+    if isinstance(values, (list, tuple)):
+        values = _to_array(values, None, copy=False)
+    elif not is_operand(values):
+        raise TypeError(f"can't assign a {type(values).__name__} to a tensor of dtype {like.dtype}")
     arr = np.asarray(values)
     return Tensor._wrap(arr.astype(like._data.dtype) if arr.dtype.kind == "f" else arr, like._device), arr
 
@@ -482,6 +496,7 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
     if m.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}")
     xd = input._data
+    check_operand(value, "masked_fill", "value", 3)
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(

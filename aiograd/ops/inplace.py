@@ -467,7 +467,10 @@ def fill_(self: Tensor, value: Any) -> Tensor:
             f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
         )
     cls = FillBackward1 if isinstance(value, Tensor) else FillBackward0
-    return _inplace(self, (value,), lambda a: _fill_op(a, value, cls), lambda d: d.fill(_other(value, self)))
+    return _inplace(
+        self, (value,), lambda a: _fill_op(a, value, cls), lambda d: d.fill(_other(value, self)), op="fill_",
+        names=("value",),
+    )
 
 
 def _copy_op(a: Tensor, src: Tensor) -> Tensor:
@@ -489,6 +492,7 @@ def _copy_op(a: Tensor, src: Tensor) -> Tensor:
 
 def copy_(self: Tensor, src: Any) -> Tensor:
     """Copy ``src`` (broadcast, cast to this tensor's dtype) into this tensor."""
+    check_operand(src, "copy_", "src", 1)
     if not isinstance(src, Tensor):
         src = Tensor._wrap(np.asarray(src), self._device)
 

@@ -123,8 +123,16 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
     return out
 
 
+def _both_tensors(op: str, input: Any, other: Any, name: str) -> None:
+    """mm/bmm/dot take Tensors only (their method form too): torch's TypeError otherwise."""
+    for x, arg, position in ((input, "input", 1), (other, name, 2)):
+        if not isinstance(x, Tensor):
+            raise operand_error(op, arg, position, x)
+
+
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """2-D matrix product."""
+    _both_tensors("mm", input, mat2, "mat2")
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"mm: expected 2D tensors, got {input.ndim}D and {mat2.ndim}D")
     return matmul(input, mat2)
@@ -132,6 +140,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched 3-D matrix product."""
+    _both_tensors("bmm", input, mat2, "mat2")
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"bmm: expected 3D tensors, got {input.ndim}D and {mat2.ndim}D")
     return matmul(input, mat2)
@@ -139,6 +148,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
+    _both_tensors("dot", input, other, "other")
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     return matmul(input, other)

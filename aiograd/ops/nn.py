@@ -24,18 +24,12 @@ from numpy.lib.stride_tricks import as_strided
 from ..autograd.graph import Node, save, save_output, unpack
 from ..tensor import Tensor, _generator
 from ._common import needs_grad, record, tensor_method, wrap
+from .shape import _wrap_dim, int_tuple
 
 __all__ = [
     "softmax", "log_softmax", "nll_loss", "conv2d", "max_pool2d", "embedding", "layer_norm",
     "dropout",
 ]
-
-
-def _dim(dim: int, ndim: int) -> int:
-    n = max(ndim, 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return dim % n
 
 
 def _pair(v: Any, name: str) -> tuple[int, int]:
@@ -94,7 +88,7 @@ def _softmax_prep(input: Tensor, dim: int, dtype: Any, op: str) -> tuple[Tensor,
     if dtype is not None:
         input = input.to(dtype)  # type: ignore[attr-defined]
     xd = _float_input(input, op)
-    return input, xd, _dim(dim, xd.ndim)
+    return input, xd, _wrap_dim(dim, xd.ndim)
 
 
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
@@ -669,9 +663,7 @@ def layer_norm(
     eps: float = 1e-5,
 ) -> Tensor:
     """Normalize over the trailing ``normalized_shape`` dims, then scale by ``weight`` and shift by ``bias``."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
-    ns = tuple(int(s) for s in normalized_shape)
+    ns = int_tuple((normalized_shape,), "layer_norm", "normalized_shape")
     xd = _float_input(input, "layer_norm")
     k = len(ns)
     if k == 0 or xd.ndim < k or xd.shape[xd.ndim - k:] != ns:

@@ -8,6 +8,7 @@ views do), so an in-place change through either is seen by saved-tensor checks.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from typing import Any
 
@@ -68,7 +69,34 @@ def live_views(root: Tensor) -> list[Tensor]:
     return [v for v in (r() for r in entry[2:]) if v is not None]
 
 
+def _index(value: Any, what: str) -> int:
+    """An integer argument (a Python or numpy int, or an integer tensor of one element), else a TypeError."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an int, not {type(value).__name__}") from None
+
+
+def int_tuple(values: tuple[Any, ...], op: str, name: str) -> tuple[int, ...]:
+    """Sizes or dims given as ``f(2, 3)`` or ``f((2, 3))``, as ints (never truncating a float, as ``int()`` would)."""
+    if len(values) == 1 and isinstance(values[0], (tuple, list)):
+        values = tuple(values[0])
+    out = []
+    for i, v in enumerate(values):
+        try:
+            out.append(operator.index(v))
+        except TypeError:
+            raise TypeError(
+                f"{op}(): argument '{name}' must be tuple of ints, but found element of type {type(v).__name__} "
+                f"at pos {i}"
+            ) from None
+    return tuple(out)
+
+
 def _wrap_dim(d: int, ndim: int) -> int:
+    """``d`` as a dim in ``[0, ndim)`` (negative counts from the end; a 0-d tensor has dims 0 and -1)."""
+    if not isinstance(d, int):
+        d = _index(d, "dim")
     n = max(ndim, 1)
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
@@ -178,10 +206,8 @@ def _infer_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
 def _reshape(input: Tensor, shape: tuple[Any, ...], view_only: bool) -> Tensor:
     """reshape (a view when the strides allow one, else a copy) or, with ``view_only``, view
     (refused when they do not; NOTE [View compatibility])."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
     xd = input._data
-    target = _infer_shape(tuple(int(s) for s in shape), xd.size)
+    target = _infer_shape(int_tuple(shape, "view" if view_only else "reshape", "shape"), xd.size)
     node_cls: type[ViewBackward0] = ViewBackward0
     if not xd.flags.c_contiguous:
         if view_strides(xd.shape, xd.strides, target, xd.itemsize) is not None:
@@ -256,12 +282,11 @@ def permute(input: Tensor, *dims: Any, axes: Any = None) -> Tensor:
     """Reorder dims: output dim i is input dim ``dims[i]``."""
     if axes is not None:
         dims = (axes,)
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
-        dims = tuple(dims[0])
+    dims = int_tuple(dims, "permute", "dims")
     if not dims:
         dims = tuple(reversed(range(input.ndim)))
     nd = input.ndim
-    dims = tuple(_wrap_dim(int(d), nd) for d in dims)
+    dims = tuple(_wrap_dim(d, nd) for d in dims)
     if sorted(dims) != list(range(nd)):
         raise RuntimeError(f"permute(): dims {list(dims)} are not a permutation of the {nd} dims of the input")
     out = make_view(input, np.transpose(input._data, dims))
@@ -334,8 +359,7 @@ def broadcast_to(input: Tensor, shape: Any) -> Tensor:
 
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to ``sizes``; -1 keeps a dim's size."""
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        sizes = tuple(sizes[0])
+    sizes = int_tuple(sizes, "expand", "size")
     shp = input.shape
     lead = len(sizes) - len(shp)
     if lead < 0:
@@ -578,7 +602,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     d = _wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = [int(s) for s in split_size_or_sections]
+        sizes = list(int_tuple((split_size_or_sections,), "split", "split_size"))
         if any(s < 0 for s in sizes):
             raise RuntimeError(
                 f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}"
@@ -589,7 +613,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
                 f"dimension {d}), but got split_sizes={sizes}"
             )
         return _split_pieces(tensor, sizes, d, SplitWithSizesBackward0)
-    s = int(split_size_or_sections)
+    s = _index(split_size_or_sections, "split_size")
     if s < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
     if s == 0 and n != 0:
@@ -603,6 +627,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``chunks`` pieces of ``ceil(size / chunks)`` along ``dim`` (fewer if they run out)."""
+    chunks = _index(chunks, "chunks")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if input.ndim == 0:
@@ -642,7 +667,7 @@ def flip(input: Tensor, dims: Any = None, *, axis: Any = None) -> Tensor:
     if dims is None:
         ds = tuple(range(nd))
     else:
-        ds = tuple(_wrap_dim(int(d), nd) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+        ds = tuple(_wrap_dim(d, nd) for d in int_tuple((dims,), "flip", "dims"))
     out = Tensor._wrap(np.flip(input._data, ds).copy() if nd else input._data.copy(), input._device)
     if needs_grad(input):
         node = FlipBackward0()
@@ -661,9 +686,7 @@ class RepeatBackward0(Node):
 
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
     """Tile ``input`` ``sizes[i]`` times along dim i (torch.Tensor.repeat; ``len(sizes) >= ndim``)."""
-    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
-        sizes = tuple(sizes[0])
-    reps = tuple(int(s) for s in sizes)
+    reps = int_tuple(sizes, "repeat", "repeats")
     shp = input.shape
     if len(reps) < len(shp):
         raise RuntimeError(
