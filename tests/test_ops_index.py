@@ -357,3 +357,26 @@ async def test_masked_select_on_a_0d_tensor_treats_it_as_one_element() -> None:
         ag.masked_select(x, ag.tensor(1))
     with pytest.raises(RuntimeError, match=r"The size of tensor a \(2\) must match the size of tensor b \(3\)"):
         ag.masked_select(ag.ones(2, 3), ag.tensor([True, False]))
+
+
+async def test_scatter_and_scatter_add_on_a_0d_tensor_treat_it_as_one_element() -> None:
+    x = ag.tensor(3.0, dtype=ag.float64, requires_grad=True)
+    s = ag.tensor([2.0, 4.0], dtype=ag.float64, requires_grad=True)
+    out = ag.scatter_add(x, 0, ag.tensor([0, 0]), s)
+    assert out.shape == () and out.item() == 9.0
+    await out.backward()
+    assert x.grad.item() == 1.0 and s.grad.tolist() == [1.0, 1.0]
+    assert ag.scatter(ag.tensor(3.0), 0, ag.tensor([0, 0]), ag.tensor([2.0, 4.0])).item() == 4.0
+    assert ag.scatter(ag.tensor(3.0), 0, ag.tensor(0), value=2.0).item() == 2.0
+    assert ag.tensor(3.0).scatter_add(0, ag.tensor([0]), ag.tensor([2.0])).item() == 5.0
+    with pytest.raises(RuntimeError, match="Index tensor must have the same number of dimensions as self tensor"):
+        ag.scatter_add(ag.tensor(3.0), 0, ag.tensor([[0]]), ag.tensor([[2.0]]))
+
+
+def test_index_select_and_take_along_dim_on_mismatched_ranks_say_so() -> None:
+    with pytest.raises(RuntimeError, match=r"index_select\(\): Index to scalar can have only 1 value, got 2 value\(s\)"):
+        ag.tensor(3.0).index_select(0, ag.tensor([0, 0]))
+    with pytest.raises(RuntimeError, match=r"input and indices should have the same number of dimensions, but got 0 "
+                       "dimensions for input, and 1 dimensions for indices"):
+        ag.tensor(3.0).take_along_dim(ag.tensor([0]), 0)
+    assert ag.ones(2, 3).take_along_dim(ag.tensor([0]), None).tolist() == [1.0]

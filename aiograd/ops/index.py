@@ -247,6 +247,11 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
         flat = input.reshape(-1)  # type: ignore[attr-defined]
         return take_along_dim(flat, idx_arr.reshape(-1), 0)
     d = _wrap_dim(dim, input.ndim)
+    if idx_arr.ndim != input.ndim:
+        raise RuntimeError(
+            "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
+            f"{input.ndim} dimensions for input, and {idx_arr.ndim} dimensions for indices"
+        )
     shp = list(np.broadcast_shapes(tuple(s if k != d else 1 for k, s in enumerate(input.shape)),
                                    tuple(s if k != d else 1 for k, s in enumerate(idx_arr.shape))))
     ishape = list(shp)
@@ -269,6 +274,8 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
         raise IndexError("index_select(): Index is supposed to be a vector")
     idx_arr = idx_arr.reshape(-1)
     d = _wrap_dim(dim, input.ndim)
+    if input.ndim == 0 and idx_arr.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx_arr.size} value(s)")
     xd = input._data if input.ndim else input._data.reshape(1)
     try:
         arr = np.take(xd, idx_arr, axis=d)
@@ -410,14 +417,31 @@ def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any 
     """A copy of ``input`` with ``src`` (a tensor, or the number ``value``) written at ``index`` along ``dim``."""
     if src is None:
         src = value
+    if input.ndim == 0:
+        return _scatter_into_one_element("scatter", input, dim, index, src, scatter)
     idx, src = _scatter_args("scatter", input, dim, index, src)
     return _put(input, idx, src, False, ScatterBackward0)
 
 
 def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
+    if input.ndim == 0:
+        return _scatter_into_one_element("scatter_add", input, dim, index, src, scatter_add)
     idx, src = _scatter_args("scatter_add", input, dim, index, src)
     return _put(input, idx, src, True, ScatterAddBackward0)
+
+
+def _scatter_into_one_element(op: str, input: Tensor, dim: int, index: Any, src: Any, fn: Any) -> Tensor:
+    """A 0-d ``input`` is one element (as torch): scatter into its 1-d view, then drop the dim again."""
+    from .shape import reshape
+
+    _wrap_dim(dim, 0)
+    idx_arr = _index_array(index, op)
+    if idx_arr.ndim > 1:
+        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as self tensor")
+    if isinstance(src, Tensor) and src.ndim <= 1:
+        src = reshape(src, (-1,))
+    return reshape(fn(reshape(input, (1,)), 0, idx_arr.reshape(-1), src), ())
 
 
 def index_add_args(op: str, input: Tensor, dim: int, index: Any, source: Any) -> tuple[tuple[Any, ...], Tensor]:
