@@ -113,16 +113,20 @@ def graph_mode(g: Any) -> bool:
 # numeric dtype (numpy interop: ``np.add(array, tensor)`` lands here). Anything
 # else (a str, None, a list, an object) is refused with torch's TypeError
 # "add(): argument 'other' (position 2) must be Tensor, not str" before numpy
-# sees it. Three places apply the rule, each once for every op:
+# sees it. The rule is applied once per kind of entry point, not per op:
 # * ``checked`` wraps each public function (``ag.exp``, ``ag.sum``,
 #   ``F.cross_entropy``): every parameter annotated ``Tensor`` (or
 #   ``Tensor | None``) must get one. Tensor methods need no check on ``self``.
-# * ``as_tensor_operand``/``check_operand``: the operands of binary ops, which
-#   may also be numbers (aiograd accepts ``ag.sub(1.0, x)``; torch only
-#   ``x.rsub``-style), and the ``other`` of methods (``x.add(None)``).
+# * ``as_tensor_operand``/``check_operand``: the operands of binary ops
+#   (``_prep`` in elementwise.py), which may also be numbers (aiograd accepts
+#   ``ag.sub(1.0, x)``, torch only a Tensor first), so method forms
+#   (``x.add(None)``) are checked too; in-place ops check theirs in
+#   ``_inplace`` (inplace.py), written values in ``_values`` (index.py).
 # * ``dunder``: the operators return NotImplemented for a non-operand, so
 #   Python raises its own "unsupported operand type(s) for +: 'Tensor' and
 #   'str'" (as torch) and ``x == None`` is False.
+# Integer arguments (sizes, dims) have their own single check, ``int_tuple`` and
+# ``_wrap_dim`` in shape.py.
 
 _NUMBERS = (bool, int, float, complex)
 
@@ -244,7 +248,7 @@ def checked(fn: F) -> F:
     if not checks:
         return fn
     src = f"def {fn.__name__}({', '.join(params)}):\n" + "".join(checks) + f"    return _fn({', '.join(call)})\n"
-    exec(src, ns)
+    exec(compile(src, f"<aiograd: public {fn.__name__}>", "exec"), ns)
     public = ns[fn.__name__]
     public.__doc__ = fn.__doc__
     public.__module__ = fn.__module__
