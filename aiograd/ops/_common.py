@@ -176,17 +176,20 @@ def as_tensor_operand(x: Any, like: Tensor, op: str = "", name: str = "other", p
 
 def dunder(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[Tensor, Any], Any]:
     """An operator method for the binary op ``fn``: NotImplemented for a non-operand (NOTE [Operands])."""
+    # The common operand classes are tested first: this runs on every ``a + b``.
     if reflected:
 
         def method(self: Tensor, other: Any) -> Any:
-            if other.__class__ is not Tensor and not is_operand(other):
+            cls = other.__class__
+            if cls is not Tensor and cls is not float and cls is not int and not is_operand(other):
                 return NotImplemented
             return fn(other, self)
 
     else:
 
         def method(self: Tensor, other: Any) -> Any:
-            if other.__class__ is not Tensor and not is_operand(other):
+            cls = other.__class__
+            if cls is not Tensor and cls is not float and cls is not int and not is_operand(other):
                 return NotImplemented
             return fn(self, other)
 
