@@ -58,6 +58,7 @@ from . import grad_mode as _gm
 from .executors import policy as offload_policy
 from .graph import sole_owner as _sole_owner
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, is_expandable_to, sum_to
+from .graph import accumulate_into_retained_grad
 from .monitor import PassMonitor, pass_monitor
 from .ready_queue import next_tiebreak
 
@@ -203,7 +204,7 @@ class GraphTask:
         for variable, (g, owned, retained) in self.staged.items():
             owned = owned or _sole_owner(g, 3)
             if retained:
-                _commit_retained(variable, g, owned)
+                accumulate_into_retained_grad(variable, g, owned)
                 continue
             with _gm.set_grad_enabled(create_graph):
                 accumulate_into_grad(variable, g, owned)
@@ -233,17 +234,6 @@ class GraphTask:
         if self.monitor is not None:
             self.monitor.device_node_done()
         self.notify()
-
-
-def _commit_retained(t: Tensor, g: Any, owned: bool) -> None:
-    if isinstance(g, Tensor):
-        t._grad = g if t._grad is None else t._grad + g  # type: ignore[operator]
-        return
-    if t._grad is None:
-        arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else np.array(g, copy=True)
-        t._grad = Tensor._wrap(arr, t._device)
-    else:
-        t._grad = Tensor._wrap(t._grad._data + g, t._device)
 
 
 # ----- validate_outputs -------------------------------------------------------------
