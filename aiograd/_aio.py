@@ -1,48 +1,81 @@
-"""The engine's small window onto the async runtime (asyncio, uvloop or trio).
+"""The engine's small window onto the async runtime (asyncio, uvloop or trio), or onto none.
 
 Everything the engine awaits goes through here, on anyio, so one engine runs
 on any of the three loops: yielding at the end of a time slice, waiting for
 device work, and running a kernel on a device's executor thread.
+
+NOTE [Loop-free passes]: ``backward_sync``/``grad_sync`` are called where no
+event loop runs, and starting one per call (``asyncio.run``) costs more than
+a whole pass over a small graph. So they drive the engine's coroutine by hand
+on the calling thread (``run_without_loop``), and every await point of the
+engine has a loop-free form that never suspends: the time-slice yield does
+nothing (nothing else runs on this thread), waiting for device work blocks on
+a ``ThreadInbox`` that device threads post their results to, the shield
+around abandoning a pass is a no-op (nothing can cancel it), and a node whose
+backward is a coroutine (an async custom Function, a checkpoint) is run to
+completion on a private event loop (``awaitable_anywhere``), so user code
+that awaits asyncio or anyio primitives works as under ``await``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+import contextlib
+import contextvars
+import queue
+from typing import Any, Awaitable, Callable, Generator
 
 import anyio
 import anyio.lowlevel
 
-__all__ = ["checkpoint", "Event", "running_loop_kind", "in_async_context"]
+try:  # trio depends on sniffio and names itself there while it runs a thread's loop
+    from sniffio import current_async_library_cvar as _sniffio_cvar
+    from sniffio import thread_local as _sniffio_thread
+except ImportError:  # pragma: no cover - then only asyncio can be running
+    _sniffio_cvar = _sniffio_thread = None  # type: ignore[assignment]
+
+__all__ = [
+    "checkpoint",
+    "Event",
+    "running_loop_kind",
+    "in_async_context",
+    "run_without_loop",
+    "ThreadInbox",
+    "awaitable_anywhere",
+]
 
 checkpoint = anyio.lowlevel.checkpoint
 Event = anyio.Event
 
 
 def running_loop_kind() -> str | None:
-    """``"asyncio"``, ``"trio"`` or None when no event loop runs in this thread."""
-    try:
-        asyncio.get_running_loop()
-        return "asyncio"
-    except RuntimeError:
-        pass
-    try:
-        import sniffio
+    """``"asyncio"``, ``"trio"`` or None when no event loop runs in this thread.
 
-        return sniffio.current_async_library()
-    except Exception:
+    Cheap in every case (no exception raised): ``backward_sync`` asks it on each call."""
+    if asyncio._get_running_loop() is not None:
+        return "asyncio"
+    if _sniffio_thread is None:
         return None
+    return _sniffio_thread.name or _sniffio_cvar.get()
 
 
 def checkpoint_function() -> Callable[[], Any]:
-    """The cheapest way to yield to the running loop: ``asyncio.sleep(0)`` on asyncio, anyio's otherwise."""
-    if running_loop_kind() == "asyncio":
+    """The cheapest way to yield to the running loop: ``asyncio.sleep(0)`` on asyncio, anyio's
+    otherwise, and nothing at all in a loop-free pass (NOTE [Loop-free passes])."""
+    kind = running_loop_kind()
+    if kind == "asyncio":
         return _asyncio_yield
+    if kind is None:
+        return _no_yield
     return checkpoint
 
 
 def _asyncio_yield() -> Any:
     return asyncio.sleep(0)
+
+
+async def _no_yield() -> None:
+    """The time-slice yield of a loop-free pass: nothing else runs on this thread to yield to."""
 
 
 def in_async_context() -> bool:
@@ -54,15 +87,92 @@ def run_sync(fn: Callable[..., Any], *args: Any) -> Any:
     return asyncio.run(fn(*args))
 
 
-def thread_poster() -> Callable[..., None]:
-    """A function that, called from any thread, schedules ``fn(*args)`` on the running loop's thread."""
-    if running_loop_kind() == "trio":
+def run_without_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run the coroutine ``fn(*args)`` to completion on this thread with no event loop.
+
+    It runs in a copy of the current context, as ``asyncio.run`` would run it,
+    and must never suspend: only the engine's loop-free passes qualify
+    (NOTE [Loop-free passes]).
+    """
+    coro = fn(*args)
+    ctx = contextvars.copy_context()
+    try:
+        ctx.run(coro.send, None)
+    except StopIteration as done:
+        return done.value
+    ctx.run(coro.close)
+    raise RuntimeError("aiograd internal error: a backward pass without an event loop tried to suspend")
+
+
+class ThreadInbox:
+    """Calls posted from other threads, run by the thread that waits on the inbox.
+
+    The loop-free stand-in for ``loop.call_soon_threadsafe``: device threads post
+    their results here, and the pass's driver runs them when it waits for work.
+    """
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
+
+    def __call__(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._calls.put((fn, args))
+
+    def run_posted(self) -> None:
+        """Block until a call is posted, then run it and every other call already posted."""
+        fn, args = self._calls.get()
+        fn(*args)
+        while True:
+            try:
+                fn, args = self._calls.get_nowait()
+            except queue.Empty:
+                return
+            fn(*args)
+
+
+def thread_poster() -> Callable[..., Any]:
+    """A function that, called from any thread, schedules ``fn(*args)`` on the running loop's
+    thread (a ``ThreadInbox`` that the driver drains when no loop runs)."""
+    kind = running_loop_kind()
+    if kind == "trio":
         import trio
 
-        return trio.lowlevel.current_trio_token().run_sync_soon
+        return trio.lowlevel.current_trio_token().run_sync_soon  # type: ignore[no-any-return]
+    if kind is None:
+        return ThreadInbox()
     return asyncio.get_running_loop().call_soon_threadsafe
 
 
 def shielded() -> Any:
-    """A cancel scope that shields its body (used to wait for kernels already running on threads)."""
+    """A cancel scope that shields its body (used to wait for kernels already running on threads).
+
+    Without a running loop nothing can cancel the body, and anyio has no scope to offer."""
+    if running_loop_kind() is None:
+        return contextlib.nullcontext()
     return anyio.CancelScope(shield=True)
+
+
+class _Ready:
+    """An awaitable that is already resolved to ``value``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.value
+        yield  # a generator that never suspends
+
+
+async def _await(aw: Awaitable[Any]) -> Any:
+    return await aw
+
+
+def awaitable_anywhere(aw: Awaitable[Any]) -> Awaitable[Any]:
+    """What to await for ``aw``: ``aw`` itself under a running loop; without one, ``aw``
+    already run to completion on a private event loop (NOTE [Loop-free passes])."""
+    if running_loop_kind() is not None:
+        return aw
+    return _Ready(asyncio.run(_await(aw)))

@@ -1,7 +1,7 @@
 """aiograd benchmark suite: ``python -m benchmarks [names...] [--repeat N] [--quick]``.
 
-Each module (chain, fanout, loop_lag, devices, concurrency, mlp, conv) exposes
+Each module (chain, fanout, loop_lag, devices, concurrency, mlp, conv, sync_call) exposes
 ``run(repeat: int, quick: bool) -> list[dict]`` and prints its own table.
 """
 
-BENCHMARKS = ("chain", "fanout", "loop_lag", "devices", "concurrency", "mlp", "conv")
+BENCHMARKS = ("chain", "fanout", "loop_lag", "devices", "concurrency", "mlp", "conv", "sync_call")

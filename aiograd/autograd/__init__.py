@@ -226,16 +226,19 @@ def _refuse_in_loop(name: str) -> None:
 
 
 def backward_sync(*args: Any, **kwargs: Any) -> None:
-    """Blocking ``backward`` for code outside an event loop."""
-    from .._aio import run_sync
+    """Blocking ``backward`` for code outside an event loop.
+
+    The pass runs on the calling thread without starting an event loop
+    (NOTE [Loop-free passes] in _aio.py)."""
+    from .._aio import run_without_loop
 
     _refuse_in_loop("backward_sync")
-    run_sync(lambda: backward(*args, **kwargs))
+    run_without_loop(lambda: backward(*args, **kwargs))
 
 
 def grad_sync(*args: Any, **kwargs: Any) -> tuple["Tensor | None", ...]:
-    """Blocking ``grad`` for code outside an event loop."""
-    from .._aio import run_sync
+    """Blocking ``grad`` for code outside an event loop (no event loop is started either)."""
+    from .._aio import run_without_loop
 
     _refuse_in_loop("grad_sync")
-    return run_sync(lambda: grad(*args, **kwargs))  # type: ignore[no-any-return]
+    return run_without_loop(lambda: grad(*args, **kwargs))  # type: ignore[no-any-return]

@@ -223,6 +223,9 @@ class GraphTask:
             ev.set()
 
     async def wait_for_work(self) -> None:
+        if self.post.__class__ is _aio.ThreadInbox:  # NOTE [Loop-free passes] in _aio.py
+            self.post.run_posted()
+            return
         ev = _aio.Event()
         self._wakeup = ev
         await ev.wait()
@@ -524,23 +527,27 @@ class Engine:
         token = _current_graph_task.set(gt)
         mode_token = _gm._grad_enabled.set(gt.create_graph)
         try:
-            with np.errstate(all="ignore"):
+            with _gm.closable_scope(np.errstate(all="ignore")):
                 await self._loop(gt, first, first_grads)
             self._post_process(gt)
         except BaseException as e:
             gt.error = e
             if gt.outstanding:
-                await self._abandon(gt)
+                # A coroutine being closed (GeneratorExit: its loop closed under it) may not wait.
+                await self._abandon(gt, wait=not isinstance(e, GeneratorExit))
             raise
         finally:
-            _gm._grad_enabled.reset(mode_token)
-            _current_graph_task.reset(token)
+            # NOTE [Closed passes]: a pending pass whose loop is closed is finalized by the
+            # garbage collector, outside its task's context; there is nothing to restore then.
+            _gm.reset_context_var(_gm._grad_enabled, mode_token)
+            _gm.reset_context_var(_current_graph_task, token)
             if gt.monitor is not None:
                 gt.monitor.finish()
 
-    async def _abandon(self, gt: GraphTask) -> None:
+    async def _abandon(self, gt: GraphTask, wait: bool = True) -> None:
         """NOTE [Cancellation]: after a failure or cancel, drop this pass's queued device work
-        and wait (shielded) for its kernels already running, so nothing of it is left behind."""
+        and wait (shielded) for its kernels already running, so nothing of it is left behind.
+        Without ``wait`` (a pass being closed) the running kernels finish unheard."""
         dropped = executors.discard(gt)
         gt.outstanding -= dropped
         # Each dispatch submitted one interchangeable "run the next queued node" job:
@@ -548,6 +555,8 @@ class Engine:
         for f in gt.futures:
             if dropped and f.cancel():
                 dropped -= 1
+        if not wait:
+            return
         with _aio.shielded():
             while gt.outstanding > 0:
                 await gt.wait_for_work()
@@ -632,7 +641,7 @@ class Engine:
                         else:
                             outputs = node.apply(grads)
                             if outputs.__class__ is not tuple and outputs.__class__ is not list:
-                                outputs = await outputs
+                                outputs = await _aio.awaitable_anywhere(outputs)
                         if monitor is not None and (outputs is not None or node.__class__ is AG):
                             monitor.ran(node, started)  # not when dispatched: the device thread reports it
                 # ---- post-process the outputs and propagate them -------------------------
@@ -762,6 +771,10 @@ def _check_nan(node: Node, outputs: Sequence[Any]) -> None:
 async def _run_in_fresh_task(fn: Callable[..., Any], *args: Any) -> None:
     """Run ``await fn(*args)`` in a new task of the running loop and wait for it (keeps stacks short)."""
     import anyio
+
+    if not _aio.in_async_context():  # a loop-free pass (NOTE [Loop-free passes] in _aio.py)
+        await fn(*args)
+        return
 
     result: list[BaseException] = []
 

@@ -38,6 +38,41 @@ _anomaly: contextvars.ContextVar[tuple[bool, bool]] = contextvars.ContextVar(
 is_grad_enabled_fast = _grad_enabled.get
 
 
+def reset_context_var(var: contextvars.ContextVar[Any], token: contextvars.Token[Any]) -> None:
+    """``var.reset(token)``, or nothing when running in another context than ``token``'s.
+
+    NOTE [Closed passes]: a coroutine left pending when its event loop closes is
+    finalized by the garbage collector, which runs its ``finally`` blocks in
+    whatever context is current then, not in its task's. The value to restore
+    belonged to that task's context, which is gone, so there is nothing to undo
+    (``reset`` would raise "Token was created in a different Context").
+    """
+    try:
+        var.reset(token)
+    except ValueError:
+        pass
+
+
+class closable_scope:
+    """Wrap a context manager that keeps its state in a contextvar (``np.errstate``...) for a
+    coroutine that holds it across awaits: its exit does nothing when the coroutine is closed
+    outside its task's context (NOTE [Closed passes])."""
+
+    __slots__ = ("_cm",)
+
+    def __init__(self, cm: Any) -> None:
+        self._cm = cm
+
+    def __enter__(self) -> Any:
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        try:
+            return self._cm.__exit__(*exc)
+        except ValueError:  # "created in a different Context": see reset_context_var
+            return False
+
+
 def is_grad_enabled() -> bool:
     """Whether operations record a graph in the current context."""
     return _grad_enabled.get()
@@ -121,7 +156,7 @@ class _GradModeSetter(_ContextMode):
         self._tokens.append(_grad_enabled.set(self._value))
 
     def __exit__(self, *exc: object) -> None:
-        _grad_enabled.reset(self._tokens.pop())
+        reset_context_var(_grad_enabled, self._tokens.pop())
 
 
 class no_grad(_GradModeSetter):
@@ -192,8 +227,8 @@ class inference_mode(_ContextMode):
     def __exit__(self, *exc: object) -> None:
         tokens = self._tokens.pop()
         if tokens is not None:
-            _inference.reset(tokens[1])
-            _grad_enabled.reset(tokens[0])
+            reset_context_var(_inference, tokens[1])
+            reset_context_var(_grad_enabled, tokens[0])
 
 
 def is_anomaly_enabled() -> bool:
@@ -226,7 +261,7 @@ class detect_anomaly(_ContextMode):
         self._tokens.append(_anomaly.set((True, self._check_nan)))
 
     def __exit__(self, *exc: object) -> None:
-        _anomaly.reset(self._tokens.pop())
+        reset_context_var(_anomaly, self._tokens.pop())
 
 
 class set_detect_anomaly(_ContextMode):
