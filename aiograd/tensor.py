@@ -11,12 +11,17 @@ functions and Tensor methods, so this module stays about the data structure.
 from __future__ import annotations
 
 import numbers
+import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 
 from .autograd import grad_mode as _gm
+from .autograd import run_backward as _run_backward
+from .autograd.backward_call import BackwardCall
+from .autograd.backward_call import check_backward_awaited as _check_backward_awaited
+from .autograd.backward_call import pending as _backward_pending
 from .device import CPU, Device, DeviceLike
 
 if TYPE_CHECKING:
@@ -72,6 +77,15 @@ _default_dtype = float32
 _rng = np.random.default_rng()
 
 DTypeLike = Union[np.dtype, type, str, None]
+
+# torch's words (TensorBody.h), so that what users find about it applies here too
+_NON_LEAF_GRAD = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+    "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+    "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+    "by mistake, make sure you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 "
+    "for more information."
+)
 
 
 def set_default_dtype(dtype: DTypeLike) -> None:
@@ -240,8 +254,16 @@ class Tensor:
 
     @property
     def grad(self) -> "Tensor | None":
-        """The accumulated gradient of a leaf (or of a tensor that called ``retain_grad``)."""
-        return self._grad
+        """The accumulated gradient of a leaf (or of a tensor that called ``retain_grad``).
+
+        Raises if a ``backward()`` of this task was never awaited (NOTE [Forgotten await]);
+        warns, as torch does, when read on a non-leaf that does not retain its grad."""
+        if _backward_pending() is not None:
+            _check_backward_awaited()
+        g = self._grad
+        if g is None and self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD, UserWarning, stacklevel=2)
+        return g
 
     @grad.setter
     def grad(self, value: "Tensor | None") -> None:
@@ -440,7 +462,7 @@ class Tensor:
             self._post_accumulate_hooks = {}
         return RemovableHandle(self._post_accumulate_hooks, hook)
 
-    async def backward(
+    def backward(
         self,
         gradient: "Tensor | None" = None,
         retain_graph: bool | None = None,
@@ -448,14 +470,17 @@ class Tensor:
         inputs: "Tensor | Sequence[Tensor] | None" = None,
         *,
         progress: "bool | Callable[[int, int], Any] | None" = None,
-    ) -> None:
-        """Compute the gradient of this tensor w.r.t. the graph leaves (awaitable).
+    ) -> BackwardCall:
+        """Compute the gradient of this tensor w.r.t. the graph leaves: ``await loss.backward()``.
 
         ``progress=True`` shows a tqdm bar of the pass; a callable gets ``(done, total)``.
+        Nothing runs until the result is awaited (NOTE [Forgotten await]).
         """
-        from .autograd import backward as _backward
-
-        await _backward(self, gradient, retain_graph, create_graph, inputs=inputs, progress=progress)
+        gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
+        return BackwardCall(
+            lambda: _run_backward(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress),
+            "loss.backward()",
+        )
 
     def backward_sync(
         self,
@@ -469,7 +494,8 @@ class Tensor:
         """Blocking ``backward`` for code outside an event loop."""
         from .autograd import backward_sync as _backward_sync
 
-        _backward_sync(self, gradient, retain_graph, create_graph, inputs=inputs, progress=progress)
+        gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
+        _backward_sync(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress)
 
 
 def _init_tensor(t: Tensor, data: np.ndarray, device: Device) -> None:

@@ -294,6 +294,40 @@ async def test_retain_grad_keeps_non_leaf_gradients_and_accumulates() -> None:
     assert h.grad.tolist() == [8.0, 16.0]
 
 
+async def test_grad_of_a_non_leaf_warns_like_torch_and_is_none() -> None:
+    x = _t([1.0, 2.0])
+    h = x * 2
+    await (h * h).sum().backward()
+    with pytest.warns(UserWarning, match=r"not a leaf Tensor is being accessed.*use \.retain_grad\(\)") as rec:
+        assert h.grad is None
+    assert [w.filename for w in rec] == [__file__]  # points at the user's line
+    r = x * 3
+    r.retain_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert r.grad is None  # retains grad: no warning before backward either
+        assert x.grad.tolist() == [8.0, 16.0]  # a leaf: no warning
+        r.grad = ag.tensor([1.0, 1.0], dtype=ag.float64)
+        assert r.grad.tolist() == [1.0, 1.0]
+
+
+async def test_aiograd_itself_never_reads_grad_of_a_non_leaf() -> None:
+    """A training step through hooks, checkpoint, higher order grads and an optimizer: with
+    warnings as errors, none of aiograd's code may trip the non-leaf .grad warning."""
+    ag.manual_seed(0)
+    model = ag.nn.Sequential(ag.nn.Linear(3, 4), ag.nn.ReLU(), ag.nn.Linear(4, 1))
+    opt = ag.optim.Adam(model.parameters(), lr=1e-2)
+    x = ag.randn(5, 3, requires_grad=True)
+    h = model[0](x)
+    h.register_hook(lambda g: g * 1)
+    y = ag.checkpoint(lambda t: model[2](model[1](t)), h, use_reentrant=False)
+    (gx,) = await ag.grad(y.sum(), [x], create_graph=True)
+    await (y.pow(2).mean() + gx.pow(2).sum()).backward()
+    opt.step()
+    opt.zero_grad()
+    assert all(p.grad is None for p in model.parameters())
+
+
 async def test_retained_grad_sees_tensor_hook_result() -> None:
     x = _t([1.0])
     h = x * 2
@@ -634,3 +668,30 @@ async def test_backward_sync_inside_a_running_loop_says_to_await() -> None:
     assert x.grad is None
     await y.backward()
     assert x.grad.tolist() == [2.0]
+
+
+# ----- misuse of the gradient argument --------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [[1.0, 1.0], 1.0, "abc"], ids=["list", "float", "str"])
+async def test_a_non_tensor_gradient_is_a_type_error_naming_its_type(bad: object) -> None:
+    x = _t([1.0, 2.0])
+    y = x * 2
+    name = type(bad).__name__
+    with pytest.raises(TypeError, match=rf"gradients can be either Tensors or None, but got {name}$"):
+        await y.backward(bad)
+    with pytest.raises(TypeError, match=rf"gradients can be either Tensors or None, but got {name}$"):
+        await ag.backward([y], [bad])
+    with pytest.raises(TypeError, match=rf"gradients can be either Tensors or None, but got {name}$"):
+        await ag.grad([y], [x], [bad])
+    with pytest.raises(TypeError, match=r"Tensors or None, but got numpy array of dtype <U1$"):
+        await y.backward(np.array(["a", "b"]))
+    assert x.grad is None
+
+
+async def test_a_numpy_gradient_is_taken_as_one_gradient() -> None:
+    x = _t([1.0, 2.0])
+    await (x * 2).backward(np.array([1.0, 10.0]))
+    assert x.grad.tolist() == [2.0, 20.0]
+    await ag.backward([(x * 2)], [np.array([1.0, 1.0])])
+    assert x.grad.tolist() == [4.0, 22.0]

@@ -417,3 +417,50 @@ async def test_error_in_a_nested_pass_propagates_and_grads_stay() -> None:
     assert x.grad is None
     await Square.apply(x).sum().backward()
     assert x.grad.tolist() == [2.0]
+
+
+# ----- misuse: torch's kind of error -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bad", "described"),
+    [("abc", "str"), (3.0, "float"), ([1.0, 1.0], "list"), ({"g": 1}, "dict"),
+     (np.array(["a", "b"]), "numpy array of dtype <U1")],
+    ids=["str", "float", "list", "dict", "str-array"],
+)
+async def test_backward_returning_a_non_tensor_says_what_it_got(bad: object, described: str) -> None:
+    class Bad(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return bad
+
+    x = _t([1.0, 2.0])
+    with pytest.raises(
+        RuntimeError,
+        match=rf"function BadBackward returned an invalid gradient at index 0 - expected Tensor or None "
+        rf"\(got {described}\)",
+    ):
+        await Bad.apply(x).sum().backward()
+    assert x.grad is None
+
+
+async def test_save_for_backward_of_a_non_tensor_is_a_type_error() -> None:
+    class SavesFloat(ag.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None, 3.0)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = _t([1.0, 2.0])
+    with pytest.raises(TypeError, match="save_for_backward can only save tensors, but argument 2 is of type float"):
+        SavesFloat.apply(x)
+    with ag.no_grad():  # not recorded: nothing is saved, as in torch
+        assert SavesFloat.apply(x).tolist() == [2.0, 4.0]

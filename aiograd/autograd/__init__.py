@@ -7,9 +7,13 @@ to the engine.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
+import numpy as np
+
 from . import grad_mode
+from .backward_call import BackwardCall
 from .grad_mode import (
     detect_anomaly,
     enable_grad,
@@ -42,6 +46,9 @@ __all__ = [
 
 TensorOrTensors = Union["Tensor", Sequence["Tensor"]]
 
+# iterable, yet one gradient (and so is a Tensor)
+_ONE_GRADIENT: tuple[type, ...] = (np.ndarray, np.generic, str, bytes)
+
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:
     from ..tensor import Tensor
@@ -55,9 +62,8 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
 
 def _make_grads(outputs: tuple["Tensor", ...], grads: tuple[Any, ...], create_graph: bool) -> list[Any]:
     """Root gradients: the given ones (shape-checked) or ones for scalar outputs."""
-    import numpy as np
-
     from ..tensor import Tensor
+    from .graph import is_numeric_array, type_description
 
     out: list[Any] = []
     for i, (o, g) in enumerate(zip(outputs, grads)):
@@ -72,6 +78,8 @@ def _make_grads(outputs: tuple["Tensor", ...], grads: tuple[Any, ...], create_gr
             out.append(Tensor._wrap(arr, o._device) if create_graph else arr)
             continue
         if not isinstance(g, Tensor):
+            if not is_numeric_array(g):  # a numpy array of numbers also serves, as in custom backwards
+                raise TypeError(f"gradients can be either Tensors or None, but got {type_description(g)}")
             g = Tensor._wrap(np.asarray(g, dtype=o._data.dtype), o._device)
         if g.shape != o.shape:
             raise RuntimeError(
@@ -97,12 +105,13 @@ def _root_edges(outputs: tuple["Tensor", ...]) -> list[Any]:
 
 
 def _grad_tensors(tensors: tuple[Any, ...], grad_tensors: Any) -> tuple[Any, ...]:
+    """The gradients given for ``tensors``: a sequence of them, or one."""
     from ..tensor import Tensor
 
     if grad_tensors is None:
         return (None,) * len(tensors)
-    if isinstance(grad_tensors, Tensor):
-        grad_tensors = (grad_tensors,)
+    if isinstance(grad_tensors, (Tensor, *_ONE_GRADIENT)) or not isinstance(grad_tensors, Iterable):
+        grad_tensors = (grad_tensors,)  # one gradient (checked by _make_grads), never its elements
     grad_tensors = tuple(grad_tensors)
     if len(grad_tensors) != len(tensors):
         raise RuntimeError(
@@ -111,7 +120,28 @@ def _grad_tensors(tensors: tuple[Any, ...], grad_tensors: Any) -> tuple[Any, ...
     return grad_tensors
 
 
-async def backward(
+def backward(
+    tensors: TensorOrTensors,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: TensorOrTensors | None = None,
+    *,
+    progress: bool | Callable[[int, int], Any] | None = None,
+) -> BackwardCall:
+    """Accumulate into ``.grad`` of the leaves the gradient of ``tensors`` (torch.autograd.backward).
+
+    ``progress=True`` shows a tqdm bar of the nodes run out of the nodes the
+    pass will run; a callable gets ``(done, total)`` instead (see ``PassMonitor``).
+    Awaitable: nothing runs until the result is awaited (NOTE [Forgotten await]).
+    """
+    return BackwardCall(
+        lambda: run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, progress=progress),
+        "ag.backward(...)",
+    )
+
+
+async def run_backward(
     tensors: TensorOrTensors,
     grad_tensors: Any = None,
     retain_graph: bool | None = None,
@@ -120,11 +150,7 @@ async def backward(
     *,
     progress: bool | Callable[[int, int], Any] | None = None,
 ) -> None:
-    """Accumulate into ``.grad`` of the leaves the gradient of ``tensors`` (torch.autograd.backward).
-
-    ``progress=True`` shows a tqdm bar of the nodes run out of the nodes the
-    pass will run; a callable gets ``(done, total)`` instead (see ``PassMonitor``).
-    """
+    """The pass behind ``backward()``, ``Tensor.backward()`` and ``backward_sync()``."""
     from .engine import default_engine
 
     roots = _as_tuple(tensors)
@@ -166,8 +192,6 @@ async def grad(
 
     ``progress``: as for :func:`backward`.
     """
-    import numpy as np
-
     from ..tensor import Tensor
     from .engine import default_engine
 
@@ -233,7 +257,7 @@ def backward_sync(*args: Any, **kwargs: Any) -> None:
     from .._aio import run_without_loop
 
     _refuse_in_loop("backward_sync")
-    run_without_loop(lambda: backward(*args, **kwargs))
+    run_without_loop(lambda: run_backward(*args, **kwargs))
 
 
 def grad_sync(*args: Any, **kwargs: Any) -> tuple["Tensor | None", ...]:

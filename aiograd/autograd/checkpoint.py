@@ -130,7 +130,7 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     async def backward(ctx: Any, *grads: Any) -> Any:
-        from . import backward as _backward
+        from . import run_backward as _backward
         from .engine import current_graph_task
 
         gt = current_graph_task()

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from . import grad_mode as _gm
-from .graph import Node, record, save, save_output, unpack
+from .graph import Node, is_numeric_array, record, save, save_output, type_description, unpack
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
 
@@ -116,6 +116,11 @@ class BackwardCFunction(FunctionCtx, Node):
                 out.append(None)
                 continue
             if not isinstance(r, Tensor):
+                if not is_numeric_array(r):  # a numpy array of numbers also serves (aiograd is numpy-native)
+                    raise RuntimeError(
+                        f"function {self.name()} returned an invalid gradient at index {i} - expected Tensor "
+                        f"or None (got {type_description(r)})"
+                    )
                 r = Tensor._wrap(np.asarray(r))
             out.append(r if graph else r._data)
         return out
@@ -175,6 +180,11 @@ class Function(metaclass=_FunctionMeta):
             raw = cls.forward(ctx, *args, **kwargs)
         if not is_recording:
             return raw
+        for i, t in enumerate(ctx._to_save):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(
+                    f"save_for_backward can only save tensors, but argument {i} is of type {type(t).__name__}"
+                )
         single = not isinstance(raw, tuple)
         outputs = (raw,) if single else raw
         inputs_by_id = {id(a) for a in args if isinstance(a, Tensor)}

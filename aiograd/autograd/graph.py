@@ -45,6 +45,8 @@ __all__ = [
     "sum_to",
     "sole_owner",
     "grad_lock",
+    "is_numeric_array",
+    "type_description",
     "save",
     "save_output",
     "unpack",
@@ -525,6 +527,19 @@ def sole_owner(a: Any, refs: int) -> bool:
     return base.__class__ is np.ndarray and base.base is None and getrefcount(base) <= 3
 
 
+
+
+def is_numeric_array(g: Any) -> bool:
+    """Whether ``g`` is a numpy array (or numpy scalar) of numbers: aiograd takes one where
+    torch takes a Tensor as a gradient."""
+    return isinstance(g, (np.ndarray, np.generic)) and g.dtype.kind in "biufc"
+
+
+def type_description(g: Any) -> str:
+    """``g``'s type in an error message ("list", "numpy array of dtype <U1")."""
+    if isinstance(g, np.ndarray):
+        return f"numpy array of dtype {g.dtype}"
+    return type(g).__name__
 
 
 def sum_to(g: Any, shape: tuple[int, ...]) -> Any:

@@ -26,6 +26,8 @@ from typing import Any, Awaitable, Callable, Iterable
 
 import numpy as np
 
+from ..autograd.backward_call import check_backward_awaited
+from ..autograd.backward_call import pending as _backward_pending
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle
 from ..tensor import Tensor
@@ -57,7 +59,8 @@ def register_optimizer_step_post_hook(hook: StepHook) -> RemovableHandle:
 
 
 def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap a class's ``step`` so the registered step hooks run around it.
+    """Wrap a class's ``step`` so the registered step hooks run around it, after a check that
+    no ``backward()`` of this task was left un-awaited (NOTE [Forgotten await]).
 
     A ``step`` reached through ``super().step()`` from an overriding subclass
     runs bare: the subclass's own wrapper already runs the hooks. When ``step``
@@ -68,6 +71,8 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     def hooked(self: "Optimizer", *args: Any, **kwargs: Any) -> Any:
         if type(self).step is not hooked:
             return step(self, *args, **kwargs)
+        if _backward_pending() is not None:  # NOTE [Forgotten await]
+            check_backward_awaited()
         for pre in chain(_global_step_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = pre(self, args, kwargs)
             if result is not None:
@@ -213,6 +218,8 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter (to None by default, as torch)."""
+        if _backward_pending() is not None:
+            check_backward_awaited()
         for group in self.param_groups:
             for p in group["params"]:
                 g = p._grad

@@ -1,0 +1,156 @@
+"""The awaitable that ``backward()`` returns, and the checks that catch a forgotten ``await``.
+
+NOTE [Forgotten await]: ``loss.backward()`` without ``await`` computes nothing,
+and a training loop then runs on stale or missing gradients without a word.
+So ``backward()`` is not a coroutine function but returns a ``BackwardCall``:
+a coroutine object (asyncio, anyio and trio accept it as one) that starts the
+pass only when it is awaited or handed to a task. Until then:
+
+- its repr says "not awaited: write `await loss.backward()`", which is what a
+  notebook shows when the call is the last line of a cell;
+- garbage-collected un-awaited, it warns (RuntimeWarning) at the line that
+  made it, instead of Python's generic "coroutine ... was never awaited";
+- it is recorded in a contextvar, so per task: the next ``.grad`` read,
+  ``optimizer.step()`` or ``zero_grad()`` in that task raises a RuntimeError
+  naming the line and showing how to write it (``check_backward_awaited``).
+
+A call counts as settled once started (awaited, or run by a task: the task may
+have copied the context, so the record is a shared object that the call marks,
+never a contextvar value it resets), or closed before starting (a cancelled
+task). The awaited path costs one small object and a contextvar set per call;
+the checks cost one contextvar read while nothing is pending.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import contextvars
+import linecache
+import sys
+import warnings
+from types import CodeType
+from typing import Any, Callable, Coroutine, Generator
+
+__all__ = ["BackwardCall", "check_backward_awaited"]
+
+
+class _CallRecord:
+    """What the checks need to know about one call (it keeps no tensor alive)."""
+
+    __slots__ = ("settled", "prev", "written", "code", "lineno")
+
+    def __init__(self, prev: "_CallRecord | None", written: str, code: CodeType | None, lineno: int) -> None:
+        self.settled = False
+        self.prev = prev  # the calls of this context not settled when this one was made
+        self.written = written  # how the call is written, e.g. "loss.backward()"
+        self.code = code
+        self.lineno = lineno
+
+    def where(self) -> str:
+        if self.code is None:
+            return ""
+        filename = self.code.co_filename
+        line = linecache.getline(filename, self.lineno).strip()
+        place = f'File "{filename}", line {self.lineno}'
+        return f"{place}: {line}" if line else place
+
+    def message(self, what: str) -> str:
+        where = self.where()
+        return (
+            f"{self.written} {what}, so no gradient was computed"
+            + (f" ({where})" if where else "")
+            + f". backward() is a coroutine in aiograd: write `await {self.written}`, "
+            f"or call {self.written.replace('backward(', 'backward_sync(')} where no event loop runs."
+        )
+
+
+_unsettled: contextvars.ContextVar[_CallRecord | None] = contextvars.ContextVar(
+    "aiograd_unsettled_backward", default=None
+)
+_warned: dict[Any, Any] = {}
+pending = _unsettled.get  # read by the checks' fast path: None while nothing may be forgotten
+
+
+class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
+    """The result of ``backward()``: the pass runs when this is awaited (NOTE [Forgotten await])."""
+
+    __slots__ = ("_start_fn", "_coro", "_record")
+
+    def __init__(self, start: Callable[[], Coroutine[Any, Any, None]], written: str, depth: int = 2) -> None:
+        prev = _unsettled.get()
+        while prev is not None and prev.settled:
+            prev = prev.prev
+        try:
+            frame = sys._getframe(depth)  # the user's line that called backward()
+            code, lineno = frame.f_code, frame.f_lineno
+        except ValueError:  # pragma: no cover - called from the outermost frame
+            code, lineno = None, 0
+        self._record = _CallRecord(prev, written, code, lineno)
+        self._start_fn: Callable[[], Coroutine[Any, Any, None]] | None = start
+        self._coro: Coroutine[Any, Any, None] | None = None
+        _unsettled.set(self._record)
+
+    def _started(self) -> Coroutine[Any, Any, None]:
+        coro = self._coro
+        if coro is None:
+            self._record.settled = True
+            coro = self._coro = self._start_fn()  # type: ignore[misc]
+            self._start_fn = None  # drops the graph's roots: the coroutine holds them now
+        return coro
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._started().__await__()
+
+    def send(self, value: Any) -> Any:
+        return self._started().send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        coro = self._started()  # an exception before the first step ends it unstarted, as a coroutine
+        if val is None and tb is None:
+            return coro.throw(typ)
+        return coro.throw(typ, val, tb)  # pragma: no cover - the legacy 3-argument form
+
+    def close(self) -> None:
+        self._started().close()
+
+    def __repr__(self) -> str:
+        if self._record.settled:
+            return f"<aiograd {self._record.written}: awaited>"
+        sync = self._record.written.replace("backward(", "backward_sync(")
+        return (
+            f"<aiograd {self._record.written} not awaited: write `await {self._record.written}` "
+            f"(or {sync} where no event loop runs)>"
+        )
+
+    def __del__(self) -> None:
+        record = self._record
+        if record.settled:
+            return
+        code = record.code
+        warnings.warn_explicit(
+            record.message("was never awaited"),
+            RuntimeWarning,
+            code.co_filename if code is not None else "<unknown>",
+            record.lineno,
+            registry=_warned,  # once per line, as Python's own "never awaited" warning
+        )
+
+
+def check_backward_awaited() -> None:
+    """Raise if a ``backward()`` call of this context was never awaited (NOTE [Forgotten await]).
+
+    Called by ``.grad`` reads, ``optimizer.step()`` and ``zero_grad()``, after their
+    fast path saw a record; reports a forgotten call once, then forgets it.
+    """
+    record = _unsettled.get()
+    if record is None:
+        return
+    _unsettled.set(None)
+    forgotten = None
+    while record is not None:
+        if not record.settled:
+            record.settled = True
+            forgotten = record  # the oldest one is reported
+        record = record.prev
+    if forgotten is not None:
+        raise RuntimeError(forgotten.message("was called without `await`"))
