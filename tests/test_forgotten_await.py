@@ -72,9 +72,24 @@ async def test_a_custom_optimizer_step_is_checked_too() -> None:
 async def test_module_level_backward_names_itself_in_the_message() -> None:
     w, loss, _ = _model()
     call = ag.backward(loss)
-    with pytest.raises(RuntimeError, match=r"write `await ag\.backward\(\.\.\.\)`"):
+    with pytest.raises(RuntimeError, match=r"write `await ag\.backward\(loss\)`, or call ag\.backward_sync\(loss\)"):
         w.grad
     call.close()
+
+
+async def test_the_message_quotes_the_call_as_written() -> None:
+    w, _, _ = _model()
+    with pytest.warns(RuntimeWarning, match=r"write `await \(w \* 2\)\.sum\(\)\.backward\(retain_graph=True\)`"):
+        (w * 2).sum().backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match=r"call \(w \* 2\)\.sum\(\)\.backward_sync\(retain_graph=True\)"):
+        w.grad
+    # a call split over lines: the generic form
+    with pytest.warns(RuntimeWarning, match=r"write `await loss\.backward\(\)`"):
+        (w * 2).sum().backward(
+            retain_graph=True
+        )
+    with pytest.raises(RuntimeError, match=FORGOT):
+        w.grad
 
 
 def test_repr_says_what_to_write_until_awaited() -> None:
@@ -144,3 +159,21 @@ def test_backward_sync_never_counts_as_forgotten() -> None:
     loss.backward_sync()
     opt.step()
     assert w.grad.tolist() == [3.0, 3.0]
+
+
+@pytest.mark.slow
+def test_a_notebook_shows_the_forgotten_await_and_the_next_cell_raises(tmp_path: Any) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = [
+        "import aiograd as ag\nw = ag.tensor([1.0, 2.0], requires_grad=True)\nloss = (w * 3).sum()",
+        "loss.backward()",  # the last line of a cell: its repr is displayed
+        "try:\n    w.grad\nexcept RuntimeError as e:\n    print(e)",
+        "await loss.backward()\nprint(w.grad)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute(cwd=str(tmp_path))
+    shown = [o.get("text") or o.get("data", {}).get("text/plain", "") for c in nb.cells for o in c.outputs]
+    assert "not awaited: write `await loss.backward()`" in shown[0]
+    assert "loss.backward() was called without `await`" in shown[1]
+    assert shown[2].strip() == "tensor([3., 3.])"

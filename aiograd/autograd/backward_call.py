@@ -23,6 +23,7 @@ the checks cost one contextvar read while nothing is pending.
 
 from __future__ import annotations
 
+import ast
 import collections.abc
 import contextvars
 import linecache
@@ -46,21 +47,38 @@ class _CallRecord:
         self.code = code
         self.lineno = lineno
 
-    def where(self) -> str:
+    def source_line(self) -> str:
         if self.code is None:
             return ""
-        filename = self.code.co_filename
-        line = linecache.getline(filename, self.lineno).strip()
-        place = f'File "{filename}", line {self.lineno}'
-        return f"{place}: {line}" if line else place
+        return linecache.getline(self.code.co_filename, self.lineno).strip()
+
+    def call_text(self) -> tuple[str, str]:
+        """The call as the user wrote it, and its blocking form (``loss2.backward()``,
+        ``loss2.backward_sync()``); the generic form when the source is not at hand."""
+        try:
+            tree = ast.parse(self.source_line())
+        except SyntaxError:  # part of a statement that spans lines
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Call):
+                f = node.func
+                if isinstance(f, ast.Attribute) and f.attr == "backward":
+                    written = ast.unparse(node)
+                    f.attr = "backward_sync"
+                    return written, ast.unparse(node)
+                if isinstance(f, ast.Name) and f.id == "backward":
+                    written = ast.unparse(node)
+                    f.id = "backward_sync"
+                    return written, ast.unparse(node)
+        return self.written, self.written.replace("backward(", "backward_sync(")
 
     def message(self, what: str) -> str:
-        where = self.where()
+        written, blocking = self.call_text()
+        where = f'File "{self.code.co_filename}", line {self.lineno}' if self.code is not None else ""
         return (
-            f"{self.written} {what}, so no gradient was computed"
-            + (f" ({where})" if where else "")
-            + f". backward() is a coroutine in aiograd: write `await {self.written}`, "
-            f"or call {self.written.replace('backward(', 'backward_sync(')} where no event loop runs."
+            f"{written} {what}, so no gradient was computed" + (f" ({where})" if where else "")
+            + f". backward() is a coroutine in aiograd: write `await {written}`, "
+            f"or call {blocking} where no event loop runs."
         )
 
 
@@ -114,13 +132,11 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
         self._started().close()
 
     def __repr__(self) -> str:
-        if self._record.settled:
-            return f"<aiograd {self._record.written}: awaited>"
-        sync = self._record.written.replace("backward(", "backward_sync(")
-        return (
-            f"<aiograd {self._record.written} not awaited: write `await {self._record.written}` "
-            f"(or {sync} where no event loop runs)>"
-        )
+        record = self._record
+        written, blocking = record.call_text()
+        if record.settled:
+            return f"<aiograd {written}: awaited>"
+        return f"<aiograd {written} not awaited: write `await {written}` (or {blocking} where no event loop runs)>"
 
     def __del__(self) -> None:
         record = self._record
