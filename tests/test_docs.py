@@ -218,9 +218,7 @@ def _should_skip(marker: str | None) -> str | None:
 
 # Pages whose examples are known not to run, with the reason. Strict: once a page is
 # fixed its test passes, XPASS fails, and the entry must go.
-KNOWN_BROKEN = {
-    "guide.md": "its first block uses loss2 before defining it (a fix is under way on another branch)",
-}
+KNOWN_BROKEN: dict[str, str] = {}
 
 
 def _pages() -> list[Any]:
