@@ -38,10 +38,11 @@ __all__ = ["BackwardCall", "check_backward_awaited"]
 class _CallRecord:
     """What the checks need to know about one call (it keeps no tensor alive)."""
 
-    __slots__ = ("settled", "prev", "written", "code", "lineno")
+    __slots__ = ("settled", "started", "prev", "written", "code", "lineno")
 
     def __init__(self, prev: "_CallRecord | None", written: str, code: CodeType | None, lineno: int) -> None:
-        self.settled = False
+        self.settled = False  # started, or reported as forgotten: nothing more to say about it
+        self.started = False
         self.prev = prev  # the calls of this context not settled when this one was made
         self.written = written  # how the call is written, e.g. "loss.backward()"
         self.code = code
@@ -86,6 +87,7 @@ _unsettled: contextvars.ContextVar[_CallRecord | None] = contextvars.ContextVar(
     "aiograd_unsettled_backward", default=None
 )
 _warned: dict[Any, Any] = {}
+_is_finalizing = sys.is_finalizing
 pending = _unsettled.get  # read by the checks' fast path: None while nothing may be forgotten
 
 
@@ -111,7 +113,7 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
     def _started(self) -> Coroutine[Any, Any, None]:
         coro = self._coro
         if coro is None:
-            self._record.settled = True
+            self._record.settled = self._record.started = True
             coro = self._coro = self._start_fn()  # type: ignore[misc]
             self._start_fn = None  # drops the graph's roots: the coroutine holds them now
         return coro
@@ -134,13 +136,13 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
     def __repr__(self) -> str:
         record = self._record
         written, blocking = record.call_text()
-        if record.settled:
+        if record.started:
             return f"<aiograd {written}: awaited>"
         return f"<aiograd {written} not awaited: write `await {written}` (or {blocking} where no event loop runs)>"
 
     def __del__(self) -> None:
         record = self._record
-        if record.settled:
+        if record.settled or _is_finalizing():  # at exit, the warnings machinery may be gone
             return
         code = record.code
         warnings.warn_explicit(
