@@ -177,13 +177,17 @@ class _Stuck(ag.Function):
 def _close_loop_under_pending_backward(loss: ag.Tensor) -> list[str]:
     """Start ``loss``'s backward on a loop, close the loop while the pass waits in ``_Stuck``,
     let the garbage collector finalize the pass; return what reached ``sys.unraisablehook``."""
+    return _close_loop_under_pending(ag.backward(loss))
+
+
+def _close_loop_under_pending(coro: Any) -> list[str]:
     unraisable: list[Any] = []
     old_hook = sys.unraisablehook
     sys.unraisablehook = unraisable.append
     try:
         loop = asyncio.new_event_loop()
-        task = loop.create_task(ag.backward(loss))
-        del loss
+        task = loop.create_task(coro)
+        del coro
         loop.run_until_complete(asyncio.sleep(0.05))
         assert not task.done()
         loop.close()
@@ -210,3 +214,17 @@ def test_closing_a_loop_with_pending_device_work_is_quiet(offload_always: None) 
     x = ag.randn(50, 50, dtype=ag.float64, requires_grad=True)
     assert _close_loop_under_pending_backward((_Stuck.apply(x) + (x @ x).tanh()).sum()) == []
     assert x.grad is None
+
+
+def test_closing_a_loop_under_a_pending_no_grad_coroutine_is_quiet() -> None:
+    @ag.no_grad()
+    async def waits() -> None:
+        await asyncio.Event().wait()
+
+    @ag.inference_mode()
+    async def waits_too() -> None:
+        await asyncio.Event().wait()
+
+    assert _close_loop_under_pending(waits()) == []
+    assert _close_loop_under_pending(waits_too()) == []
+    assert ag.is_grad_enabled()
