@@ -478,7 +478,7 @@ class Tensor:
         """
         gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
         return BackwardCall(
-            lambda: _run_backward(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress),
+            _run_backward, (self, gradients, retain_graph, create_graph, inputs), {"progress": progress},
             "loss.backward()",
         )
 

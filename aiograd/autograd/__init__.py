@@ -136,7 +136,7 @@ def backward(
     Awaitable: nothing runs until the result is awaited (NOTE [Forgotten await]).
     """
     return BackwardCall(
-        lambda: run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, progress=progress),
+        run_backward, (tensors, grad_tensors, retain_graph, create_graph, inputs), {"progress": progress},
         "ag.backward(...)",
     )
 

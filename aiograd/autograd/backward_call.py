@@ -94,9 +94,18 @@ pending = _unsettled.get  # read by the checks' fast path: None while nothing ma
 class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
     """The result of ``backward()``: the pass runs when this is awaited (NOTE [Forgotten await])."""
 
-    __slots__ = ("_start_fn", "_coro", "_record")
+    __slots__ = ("_fn", "_args", "_kwargs", "_coro", "_record")
 
-    def __init__(self, start: Callable[[], Coroutine[Any, Any, None]], written: str, depth: int = 2) -> None:
+    def __init__(
+        self,
+        fn: Callable[..., Coroutine[Any, Any, None]],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        written: str,
+        depth: int = 2,
+    ) -> None:
+        """The call ``fn(*args, **kwargs)``, written as ``written`` (``"loss.backward()"``) in
+        messages that cannot quote the user's line; the user's call is ``depth`` frames up."""
         prev = _unsettled.get()
         while prev is not None and prev.settled:
             prev = prev.prev
@@ -106,7 +115,9 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
         except ValueError:  # pragma: no cover - called from the outermost frame
             code, lineno = None, 0
         self._record = _CallRecord(prev, written, code, lineno)
-        self._start_fn: Callable[[], Coroutine[Any, Any, None]] | None = start
+        self._fn: Callable[..., Coroutine[Any, Any, None]] | None = fn
+        self._args: tuple[Any, ...] | None = args
+        self._kwargs: dict[str, Any] | None = kwargs
         self._coro: Coroutine[Any, Any, None] | None = None
         _unsettled.set(self._record)
 
@@ -114,12 +125,13 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
         coro = self._coro
         if coro is None:
             self._record.settled = self._record.started = True
-            coro = self._coro = self._start_fn()  # type: ignore[misc]
-            self._start_fn = None  # drops the graph's roots: the coroutine holds them now
+            coro = self._coro = self._fn(*self._args, **self._kwargs)  # type: ignore[misc, arg-type]
+            self._fn = self._args = self._kwargs = None  # drops the graph's roots: the coroutine holds them
         return coro
 
     def __await__(self) -> Generator[Any, None, None]:
-        return self._started().__await__()
+        coro = self._coro
+        return (coro if coro is not None else self._started()).__await__()
 
     def send(self, value: Any) -> Any:
         return self._started().send(value)

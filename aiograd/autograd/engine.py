@@ -527,7 +527,7 @@ class Engine:
         token = _current_graph_task.set(gt)
         mode_token = _gm._grad_enabled.set(gt.create_graph)
         try:
-            with _gm.closable_scope(np.errstate(all="ignore")):
+            with _gm.closable_errstate(all="ignore"):
                 await self._loop(gt, first, first_grads)
             self._post_process(gt)
         except BaseException as e:
@@ -537,10 +537,13 @@ class Engine:
                 await self._abandon(gt, wait=not isinstance(e, GeneratorExit))
             raise
         finally:
-            # NOTE [Closed passes]: a pending pass whose loop is closed is finalized by the
-            # garbage collector, outside its task's context; there is nothing to restore then.
-            _gm.reset_context_var(_gm._grad_enabled, mode_token)
-            _gm.reset_context_var(_current_graph_task, token)
+            try:
+                _gm._grad_enabled.reset(mode_token)
+                _current_graph_task.reset(token)
+            except ValueError:
+                # NOTE [Closed passes] in grad_mode.py: a pending pass whose loop is closed is
+                # finalized by the garbage collector, outside its task's context: nothing to restore.
+                pass
             if gt.monitor is not None:
                 gt.monitor.finish()
 

@@ -12,6 +12,8 @@ import functools
 import inspect
 from typing import Any, Callable, TypeVar
 
+import numpy as np
+
 __all__ = [
     "no_grad",
     "enable_grad",
@@ -53,24 +55,15 @@ def reset_context_var(var: contextvars.ContextVar[Any], token: contextvars.Token
         pass
 
 
-class closable_scope:
-    """Wrap a context manager that keeps its state in a contextvar (``np.errstate``...) for a
-    coroutine that holds it across awaits: its exit does nothing when the coroutine is closed
-    outside its task's context (NOTE [Closed passes])."""
+class closable_errstate(np.errstate):
+    """``np.errstate`` for a coroutine that holds it across awaits: its exit does nothing when
+    the coroutine is closed outside its task's context (NOTE [Closed passes])."""
 
-    __slots__ = ("_cm",)
-
-    def __init__(self, cm: Any) -> None:
-        self._cm = cm
-
-    def __enter__(self) -> Any:
-        return self._cm.__enter__()
-
-    def __exit__(self, *exc: Any) -> Any:
+    def __exit__(self, *exc: Any) -> None:
         try:
-            return self._cm.__exit__(*exc)
+            super().__exit__(*exc)
         except ValueError:  # "created in a different Context": see reset_context_var
-            return False
+            pass
 
 
 def is_grad_enabled() -> bool:
