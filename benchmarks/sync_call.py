@@ -8,7 +8,7 @@ kept for all runs (no loop started per call). torch's ``loss.backward()``
 (1 thread) on the same graph is shown for reference.
 Target (f): ``backward_sync`` ≤ 1.2× ``await backward()``.
 
-Standalone: ``python benchmarks/sync_call.py [--repeat 9]``.
+Standalone: ``python benchmarks/sync_call.py [--repeat 30]``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from benchmarks import _harness as H  # noqa: E402
 
 BENCH = "sync_call"
 UNIT = "us/call"
-CALLS = 500
-QUICK_CALLS = 100
+CALLS = 100
+QUICK_CALLS = 50
+MIN_RUNS = 30  # many short runs: a median that bursts of load on a shared machine barely move
 TARGET_RATIO = 1.2
 SYNC, AWAITED, TORCH = "aiograd backward_sync()", "aiograd await backward()", "torch (1 thread)"
 
@@ -56,11 +57,14 @@ def _sampler(way: str, calls: int) -> H.Sampler:
                 await loss.backward()
 
         return H.AsyncSampler(awaited, setup)
-    call = "backward_sync" if way == SYNC else "backward"
-
-    def blocking(losses: list[Any]) -> None:
-        for loss in losses:
-            getattr(loss, call)()
+    if way == SYNC:
+        def blocking(losses: list[Any]) -> None:
+            for loss in losses:
+                loss.backward_sync()
+    else:
+        def blocking(losses: list[Any]) -> None:
+            for loss in losses:
+                loss.backward()
 
     return H.Sampler(blocking, setup)
 
@@ -73,7 +77,7 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
         BENCH, case, UNIT,
         [(way, "torch" if way == TORCH else "aiograd", lambda way=way: _sampler(way, calls))  # type: ignore[misc]
          for way in (SYNC, AWAITED, TORCH)],
-        max(repeat, 9), value=lambda t: t.median / calls * 1e6,
+        max(repeat, MIN_RUNS), value=lambda t: t.median / calls * 1e6,
     )
     H.print_table(f"sync_call: one backward call on a tiny graph ({calls} calls per run)", rows,
                   baselines=(AWAITED,), extra_cols=("median_ms",))
@@ -86,7 +90,7 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> None:
     """Standalone entry point."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeat", type=int, default=9, help="timed runs, median reported (min 9)")
+    p.add_argument("--repeat", type=int, default=MIN_RUNS, help=f"timed runs, median reported (min {MIN_RUNS})")
     args = p.parse_args(argv)
     run(repeat=args.repeat)
 
