@@ -157,6 +157,8 @@ class GraphTask:
         "post",
         "futures",
         "monitor",
+        "external",
+        "leaf_sink",
     )
 
     def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int) -> None:
@@ -180,6 +182,14 @@ class GraphTask:
         self.post: Any = None  # schedules a call on the loop thread from a device thread
         self.futures: list[Any] = []  # executor jobs submitted for this pass
         self.monitor: PassMonitor | None = None  # profiler/progress, NOTE [Pass monitor] in monitor.py
+        # NOTE [External roots]: aiograd.distributed runs a pass whose extra roots (send
+        # functions) get their gradients from other processes while it runs. Each one is
+        # counted in ``outstanding`` (the pass waits for it, as for device work) and in
+        # ``external`` (an abandoned pass stops waiting for it); ``feed_external`` hands
+        # one in. ``leaf_sink``, when set, receives the leaf gradients at commit instead
+        # of ``.grad`` (the distributed autograd context).
+        self.external = 0
+        self.leaf_sink: Callable[[Tensor, Any, bool], None] | None = None
 
     # ----- staging (NOTE [Staged gradients]) -------------------------------------------
     def stage(self, variable: Tensor, g: Any, retained: bool = False) -> None:
@@ -201,10 +211,14 @@ class GraphTask:
     def commit(self) -> None:
         """Write the staged gradients into ``.grad`` and run post-accumulate-grad hooks."""
         create_graph = self.create_graph
+        sink = self.leaf_sink
         for variable, (g, owned, retained) in self.staged.items():
             owned = owned or _sole_owner(g, 3)
             if retained:
                 accumulate_into_retained_grad(variable, g, owned)
+                continue
+            if sink is not None:
+                sink(variable, g, owned)
                 continue
             with _gm.set_grad_enabled(create_graph):
                 accumulate_into_grad(variable, g, owned)
@@ -229,6 +243,16 @@ class GraphTask:
         ev = _aio.Event()
         self._wakeup = ev
         await ev.wait()
+
+    def expect_external(self, n: int) -> None:
+        """Keep this pass running until ``n`` more nodes are fed in (NOTE [External roots])."""
+        self.outstanding += n
+        self.external += n
+
+    def feed_external(self, node: Node, grads: list[Any]) -> None:
+        """Run ``node`` with ``grads`` in this pass, as one of its expected external roots (loop thread)."""
+        self.external -= 1
+        self.device_done(node, grads, None, None, 0.0)
 
     def device_done(self, node: Node, grads: list[Any], outputs: Any, err: BaseException | None, secs: float) -> None:
         """Called on the loop thread when a device thread finished ``node``."""
@@ -523,6 +547,11 @@ class Engine:
             await self._drive(gt, first, first_grads)
         return gt.captured
 
+    async def execute_graph_task(self, gt: GraphTask, first: Node, first_grads: list[Any]) -> None:
+        """Drive a GraphTask its caller prepared (dependencies counted, external roots expected,
+        maybe a leaf sink): how aiograd.distributed runs its part of a pass on this engine."""
+        await self._drive(gt, first, first_grads)
+
     async def _drive(self, gt: GraphTask, first: Node, first_grads: list[Any]) -> None:
         token = _current_graph_task.set(gt)
         mode_token = _gm._grad_enabled.set(gt.create_graph)
@@ -551,6 +580,8 @@ class Engine:
         """NOTE [Cancellation]: after a failure or cancel, drop this pass's queued device work
         and wait (shielded) for its kernels already running, so nothing of it is left behind.
         Without ``wait`` (a pass being closed) the running kernels finish unheard."""
+        gt.outstanding -= gt.external  # NOTE [External roots]: they will never come now
+        gt.external = 0
         dropped = executors.discard(gt)
         gt.outstanding -= dropped
         # Each dispatch submitted one interchangeable "run the next queued node" job:
