@@ -1,0 +1,551 @@
+"""The Agent: aiograd's side of one process of the cluster, and the Dask handlers it serves.
+
+Every process (the driver, each worker) has one. It owns that process's
+autograd contexts, the values its RRefs name, its parts of backward passes,
+and talks to the other processes through Dask: requests go out through a
+Dask ``ConnectionPool`` (the worker's, or the driver's server's) and arrive
+as handlers of a Dask ``Server`` (the worker itself, or the small server the
+driver listens with). Nothing here opens a socket or frames a message: Dask's
+comms, handlers and serialization carry it all.
+
+NOTE [Deadlines and lost workers]: every request has a deadline (its
+``timeout``, else ``rpc_timeout``) and races the departure of its target:
+Dask's worker-removal events (the scheduler's ``remove-worker`` event on the
+driver, the scheduler plugin's broadcast on workers) resolve a per-address
+future that every pending request to that address waits on beside the reply,
+and a broken connection is the same news. Either way the request fails at
+once with ``WorkerLostError`` naming the worker, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import itertools
+import re
+import secrets
+from typing import Any, Callable
+
+from ..autograd import grad_mode as _gm
+from ._errors import WorkerLostError, pack_exception, rebuild_exception
+from ._nodes import record_recv, record_send
+from ._state import _current_agent, _current_context, _current_part
+from .context import DistContext
+
+__all__ = ["Agent", "natural_key"]
+
+
+def natural_key(name: str) -> list[Any]:
+    """Sort key that puts worker2 before worker10."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+class _Slot:
+    """The value an RRef names, on its owner; filled when the call that makes it returns."""
+
+    __slots__ = ("value", "error", "ready", "creator", "children")
+
+    def __init__(self, creator: str) -> None:
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.ready = asyncio.Event()
+        self.creator = creator  # address of the process whose request made it
+        self.children: list[int] = []  # RRefs to parts of the value (its parameters), freed with it
+
+    def resolve(self, value: Any) -> None:
+        self.value = value
+        self.ready.set()
+
+    def fail(self, err: BaseException) -> None:
+        self.error = err
+        self.ready.set()
+
+    async def get(self) -> Any:
+        await self.ready.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class Agent:
+    """aiograd's state and handlers in one process (module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        pool: Callable[[str], Any],
+        scheduler: Any,
+        rpc_timeout: float,
+        client_id: str | None = None,
+    ) -> None:
+        self.name = name
+        self.address = address
+        self.pool = pool  # Dask ConnectionPool: pool(address).<handler>(**msg)
+        self.scheduler = scheduler  # Dask rpc to the scheduler (identity: the worker directory)
+        self.rpc_timeout = float(rpc_timeout)
+        self.client_id = client_id  # the driver's Dask client id (None on workers)
+        self.loop = asyncio.get_running_loop()
+        self.contexts: dict[int, DistContext] = {}
+        self.directory: dict[str, str] = {}  # worker name -> address
+        self.names: dict[str, str] = {address: name}  # address -> name, of every process seen
+        self.clients: dict[str, str] = {}  # Dask client id -> address of that driver
+        self.rrefs: dict[int, _Slot] = {}
+        self._lost: dict[str, asyncio.Future[None]] = {}  # NOTE [Deadlines and lost workers]
+        self._prefix = secrets.randbits(31) << 32
+        self._counter = itertools.count(1)
+        self._background: set[asyncio.Task[Any]] = set()
+        self._forgotten: dict[str, list[tuple[int, Any]]] = {}  # owner address -> RRefs to free there
+        self.closed = False
+        self.handlers: dict[str, Callable[..., Any]] = {
+            name: self._handler(getattr(self, "_on_" + name[len("aiograd_"):]))
+            for name in (
+                "aiograd_call",
+                "aiograd_grads",
+                "aiograd_pass",
+                "aiograd_cancel_pass",
+                "aiograd_commit",
+                "aiograd_release",
+                "aiograd_peers",
+                "aiograd_rref_delete",
+                "aiograd_peer_lost",
+                "aiograd_peer_joined",
+                "aiograd_client_gone",
+            )
+        }
+
+    # ----- ids, contexts ---------------------------------------------------------------
+    def new_id(self) -> int:
+        """An id unique in the cluster: a random 31-bit prefix per process and a counter."""
+        return self._prefix | next(self._counter)
+
+    def new_context(self) -> DistContext:
+        ctx = DistContext(self.new_id(), (self.name, self.address), self.client_id)
+        self.contexts[ctx.id] = ctx
+        return ctx
+
+    def context(self, context_id: int) -> DistContext:
+        ctx = self.contexts.get(context_id)
+        if ctx is None:
+            raise RuntimeError(f"Could not find autograd context with id: {context_id}")
+        return ctx
+
+    def _context_from(self, meta: Any, caller: tuple[str, str]) -> DistContext:
+        """The context a message names, created on first contact (NOTE [Context lifetime])."""
+        cid, origin_name, origin_address, origin_client = meta
+        ctx = self.contexts.get(cid)
+        if ctx is None:
+            ctx = self.contexts[cid] = DistContext(cid, (origin_name, origin_address), origin_client)
+        for name, address in (caller, (origin_name, origin_address)):
+            if address != self.address:
+                ctx.add_peer(name, address)
+        return ctx
+
+    def debug_info(self) -> dict[str, int]:
+        return {
+            "num_current_backward_passes": sum(1 for c in self.contexts.values() if c.part is not None),
+            "num_autograd_contexts": len(self.contexts),
+        }
+
+    async def release_context(self, ctx: DistContext) -> None:
+        """Release ``ctx`` here and on every process it reached (the origin leaving ``dist.context()``)."""
+        await self._drop_context(ctx.id)
+        await asyncio.gather(
+            *(self.request(a, "aiograd_release", ctx_id=ctx.id) for a in list(ctx.peers)), return_exceptions=True
+        )
+
+    async def _drop_context(self, context_id: int) -> None:
+        ctx = self.contexts.pop(context_id, None)
+        if ctx is not None and ctx.part is not None:
+            part, ctx.part = ctx.part, None
+            await part.cancel()
+
+    async def participants(self, ctx: DistContext) -> dict[str, str]:
+        """Every other process holding ``ctx`` (asks the origin when this process is not it)."""
+        peers = dict(ctx.peers)
+        origin_name, origin_address = ctx.origin
+        if origin_address != self.address:
+            reply = await self.request(origin_address, "aiograd_peers", ctx_id=ctx.id)
+            for name, address in reply.get("peers", ()):
+                peers[address] = name
+        peers.pop(self.address, None)
+        return peers
+
+    # ----- the directory of workers ----------------------------------------------------------
+    async def refresh_directory(self) -> None:
+        info = await self.scheduler.identity()
+        workers = info.get("workers", {})
+        self.directory = {str(w.get("name", addr)): addr for addr, w in workers.items()}
+        for name, address in self.directory.items():
+            self.names[address] = name
+            fut = self._lost.get(address)
+            if fut is not None and fut.done():
+                del self._lost[address]  # the address serves again (a restarted worker)
+
+    def worker_names(self) -> list[str]:
+        return sorted(self.directory, key=natural_key)
+
+    async def resolve(self, to: str) -> str:
+        """The address of worker ``to`` (the scheduler is asked again when the name is not known)."""
+        if not isinstance(to, str):
+            raise TypeError(f"the destination must be a worker name (str), got {type(to).__name__}")
+        address = self.directory.get(to)
+        if address is None:
+            await self.refresh_directory()
+            address = self.directory.get(to)
+        if address is None:
+            raise RuntimeError(
+                f"could not find destination name {to!r}: the workers are {', '.join(self.worker_names()) or 'none'}"
+            )
+        return address
+
+    # ----- requests out ------------------------------------------------------------------
+    def _lost_future(self, address: str) -> "asyncio.Future[None]":
+        fut = self._lost.get(address)
+        if fut is None:
+            fut = self._lost[address] = self.loop.create_future()
+        return fut
+
+    async def request(self, address: str, op: str, *, timeout: float | None = None, **msg: Any) -> Any:
+        """One Dask request to the agent at ``address`` (NOTE [Deadlines and lost workers])."""
+        name = self.names.get(address, address)
+        lost = self._lost_future(address)
+        if lost.done():
+            raise WorkerLostError(name, "it left the cluster")
+        limit = self.rpc_timeout if timeout is None else float(timeout)
+        call = asyncio.ensure_future(getattr(self.pool(address), op)(**msg))
+        try:
+            await asyncio.wait((call, lost), timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            call.cancel()
+            await asyncio.gather(call, return_exceptions=True)
+            raise
+        if call.done():
+            try:
+                return call.result()
+            except OSError as e:  # CommClosedError, refused or reset connections
+                raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
+        call.cancel()
+        await asyncio.gather(call, return_exceptions=True)
+        if lost.done():
+            raise WorkerLostError(name, "it left the cluster")
+        raise TimeoutError(f"RPC to {name} ({op}) ran for more than the set timeout ({limit:g} s)")
+
+    async def call(
+        self,
+        address: str,
+        fn: Any,
+        args: Any,
+        kwargs: Any,
+        *,
+        ctx: DistContext | None,
+        timeout: float | None = None,
+        kind: str = "call",
+        rref_id: int | None = None,
+    ) -> Any:
+        """Run ``fn(*args, **kwargs)`` at ``address`` inside ``ctx``; Send/Recv recorded for tensors with grad."""
+        from distributed.protocol import to_serialize
+
+        from ._wire import encode
+
+        payload, crossing = encode((fn, args, kwargs), with_grad=ctx is not None and _gm.is_grad_enabled())
+        for rref in payload.rrefs:  # an RRef reaches its owner only after its value is made there
+            await rref._created()
+        message_id = None
+        if crossing:
+            assert ctx is not None
+            message_id = self.new_id()
+            record_send(ctx, message_id, crossing)
+        name = self.names.get(address, address)
+        if ctx is not None and address != self.address:
+            ctx.add_peer(name, address)
+        try:
+            reply = await self.request(
+                address,
+                "aiograd_call",
+                timeout=timeout,
+                kind=kind,
+                caller=(self.name, self.address),
+                client=self.client_id,
+                ctx=ctx.meta() if ctx is not None else None,
+                message_id=message_id,
+                rref_id=rref_id,
+                payload=to_serialize(payload),
+            )
+            if "error" in reply:
+                raise rebuild_exception(reply["error"])
+        except BaseException:
+            if message_id is not None:
+                ctx.send_functions.pop(message_id, None)  # type: ignore[union-attr]
+            raise
+        if ctx is not None:
+            for peer_name, peer_address in reply.get("peers") or ():
+                if peer_address != self.address:
+                    ctx.add_peer(peer_name, peer_address)
+        if kind == "remote":
+            return None
+        value, crossing = reply["payload"].decode()
+        if crossing and ctx is not None:
+            record_recv(ctx, (name, address), reply["message_id"], crossing)
+        return value
+
+    # ----- handlers in ---------------------------------------------------------------------
+    def _handler(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        """A Dask handler running ``method`` as this agent; its errors go back packed (NOTE [Remote exceptions])."""
+
+        async def handle(**msg: Any) -> Any:
+            tokens = (_current_agent.set(self), _current_context.set(None), _current_part.set(None),
+                      _gm._grad_enabled.set(True))
+            try:
+                return await method(**msg)
+            except Exception as e:
+                return {"error": pack_exception(e, self.name)}
+            finally:
+                _gm._grad_enabled.reset(tokens[3])
+                _current_part.reset(tokens[2])
+                _current_context.reset(tokens[1])
+                _current_agent.reset(tokens[0])
+
+        handle.__name__ = method.__name__
+        return handle
+
+    async def run_function(self, fn: Any, args: Any, kwargs: Any) -> Any:
+        """Run a remote function: ``async def`` ones on this loop, plain ones on a thread of the
+        loop's executor with this coroutine's context variables (the loop keeps serving)."""
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+            return await fn(*args, **kwargs)
+        run = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        result = await self.loop.run_in_executor(None, run)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def _on_call(
+        self, kind: str, caller: Any, client: str | None, ctx: Any, message_id: int | None, rref_id: int | None,
+        payload: Any,
+    ) -> Any:
+        from distributed.protocol import to_serialize
+
+        from ._wire import encode
+
+        caller = (str(caller[0]), str(caller[1]))
+        self.names[caller[1]] = caller[0]
+        if client is not None:
+            self.clients[client] = caller[1]
+        dctx = self._context_from(ctx, caller) if ctx is not None else None
+        (fn, args, kwargs), crossing = payload.decode()
+        if crossing and dctx is not None:
+            record_recv(dctx, caller, message_id, crossing)  # type: ignore[arg-type]
+        me = (self.name, self.address)
+        token = _current_context.set(dctx)
+        try:
+            if kind == "remote":
+                slot = self._slot(rref_id, caller[1])  # type: ignore[arg-type]
+                try:
+                    slot.resolve(await self.run_function(fn, args, kwargs))
+                except BaseException as e:
+                    slot.fail(e)
+                    raise
+                return {"peers": dctx.peer_list(me) if dctx is not None else None}
+            value = await self.run_function(fn, args, kwargs)
+        finally:
+            _current_context.reset(token)
+        out, crossing = encode(value, with_grad=dctx is not None)
+        result_id = None
+        if crossing:
+            assert dctx is not None
+            result_id = self.new_id()
+            record_send(dctx, result_id, crossing)
+        return {
+            "payload": to_serialize(out),
+            "message_id": result_id,
+            "peers": dctx.peer_list(me) if dctx is not None else None,
+        }
+
+    def _part_for(self, ctx_meta: Any, pass_id: int, retain_graph: bool, initiator: Any) -> Any:
+        """This process's part of pass ``pass_id``, started by whichever message arrives first."""
+        from ._engine import Part
+
+        ctx = self.contexts.get(ctx_meta[0])
+        if ctx is None:
+            return None
+        if pass_id in ctx.finished_passes:
+            return None
+        part = ctx.part
+        if part is not None:
+            if part.pass_id == pass_id:
+                return part
+            raise RuntimeError(f"a backward pass is already running in autograd context {ctx.id}")
+        ctx.part = part = Part(self, ctx, pass_id, retain_graph, (str(initiator[0]), str(initiator[1])))
+        return part
+
+    async def _on_grads(
+        self, ctx: Any, pass_id: int, retain_graph: bool, initiator: Any, message_id: int, payload: Any
+    ) -> Any:
+        if ctx[0] not in self.contexts:
+            raise RuntimeError(f"Could not find autograd context with id: {ctx[0]}")
+        part = self._part_for(ctx, pass_id, retain_graph, initiator)
+        if part is not None:
+            grads, _ = payload.decode()
+            part.feed(message_id, grads)
+        return {}
+
+    async def _on_pass(self, ctx: Any, pass_id: int, retain_graph: bool, initiator: Any) -> Any:
+        part = self._part_for(ctx, pass_id, retain_graph, initiator)
+        if part is None:
+            return {}  # the context never reached here, or the pass was cancelled meanwhile
+        err = await part.outcome()
+        if err is None:
+            return {}
+        await self._end_part(ctx[0], pass_id)
+        if isinstance(err, asyncio.CancelledError):
+            return {"cancelled": True}  # by the initiator, which waits no more
+        raise err
+
+    async def _end_part(self, context_id: int, pass_id: int, commit: bool = False) -> None:
+        ctx = self.contexts.get(context_id)
+        if ctx is None:
+            return
+        ctx.finished_passes.add(pass_id)
+        part = ctx.part
+        if part is None or part.pass_id != pass_id:
+            return
+        ctx.part = None
+        if commit:
+            part.commit()
+        else:
+            await part.cancel()
+
+    async def _on_cancel_pass(self, ctx_id: int, pass_id: int) -> Any:
+        await self._end_part(ctx_id, pass_id)
+        return {}
+
+    async def _on_commit(self, ctx_id: int, pass_id: int) -> Any:
+        await self._end_part(ctx_id, pass_id, commit=True)
+        return {}
+
+    async def _on_release(self, ctx_id: int) -> Any:
+        await self._drop_context(ctx_id)
+        return {}
+
+    async def _on_peers(self, ctx_id: int) -> Any:
+        ctx = self.context(ctx_id)
+        return {"peers": ctx.peer_list((self.name, self.address))}
+
+    # ----- RRef values ----------------------------------------------------------------------
+    def _slot(self, rref_id: int, creator: str) -> _Slot:
+        slot = self.rrefs.get(rref_id)
+        if slot is None:
+            slot = self.rrefs[rref_id] = _Slot(creator)
+        return slot
+
+    def hold(self, rref_id: int, value: Any) -> None:
+        """Own ``value`` under ``rref_id`` (an RRef made here: ``RRef(value)``, parameter RRefs)."""
+        self._slot(rref_id, self.address).resolve(value)
+
+    async def rref_value(self, rref_id: int) -> Any:
+        return await self._slot(rref_id, self.address).get()
+
+    def _delete_slots(self, rref_ids: list[int]) -> None:
+        for i in rref_ids:
+            slot = self.rrefs.pop(i, None)
+            if slot is not None:
+                self._delete_slots(slot.children)
+
+    async def _on_rref_delete(self, rref_ids: list[int]) -> Any:
+        self._delete_slots(rref_ids)
+        return {}
+
+    def forget_rref(self, address: str, rref_id: int, creation: Any) -> None:
+        """The creating handle of an RRef was collected: free its value on the owner (any thread)."""
+        if self.closed:
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._queue_forget, address, rref_id, creation)
+        except RuntimeError:
+            pass  # the loop is closed: the owner's state went with the cluster
+
+    def _queue_forget(self, address: str, rref_id: int, creation: Any) -> None:
+        if self.closed:
+            return
+        batch = self._forgotten.setdefault(address, [])
+        batch.append((rref_id, creation))
+        if len(batch) == 1:
+            self.spawn(self._flush_forgotten(address))
+
+    async def _flush_forgotten(self, address: str) -> None:
+        await asyncio.sleep(0)  # let the collections of this moment join one message
+        batch = self._forgotten.pop(address, [])
+        creations = [c for _, c in batch if c is not None]
+        if creations:  # a value still being made must exist before it can be freed
+            await asyncio.gather(*(asyncio.wrap_future(c) if not asyncio.isfuture(c) else c for c in creations),
+                                 return_exceptions=True)
+        ids = [i for i, _ in batch]
+        if address == self.address:
+            self._delete_slots(ids)
+            return
+        try:
+            await self.request(address, "aiograd_rref_delete", rref_ids=ids)
+        except Exception:
+            pass  # the owner is gone, and its values with it
+
+    # ----- departures -------------------------------------------------------------------
+    async def _on_peer_lost(self, address: str) -> Any:
+        self.peer_lost(address)
+        return {}
+
+    async def _on_peer_joined(self, address: str, name: Any) -> Any:
+        self.directory[str(name)] = address
+        self.names[address] = str(name)
+        fut = self._lost.get(address)
+        if fut is not None and fut.done():
+            del self._lost[address]
+        return {}
+
+    async def _on_client_gone(self, client: str) -> Any:
+        address = self.clients.pop(client, None)
+        for ctx in list(self.contexts.values()):
+            if ctx.origin_client == client:
+                await self._drop_context(ctx.id)
+        if address is not None:
+            self._delete_slots([i for i, s in self.rrefs.items() if s.creator == address])
+        return {}
+
+    def peer_lost(self, address: str) -> None:
+        """A process left (Dask's removal event): fail what waits on it, drop what it owned."""
+        if address == self.address:
+            return
+        name = self.names.get(address, address)
+        fut = self._lost_future(address)
+        if not fut.done():
+            fut.set_result(None)
+        for n, a in list(self.directory.items()):
+            if a == address:
+                del self.directory[n]
+        for ctx in list(self.contexts.values()):
+            if ctx.origin[1] == address:
+                self.spawn(self._drop_context(ctx.id))
+            elif ctx.part is not None and ctx.part.initiator[1] == address:
+                ctx.part.fail(WorkerLostError(name, "it started this backward pass and left the cluster"))
+
+    # ----- lifetime ---------------------------------------------------------------------------
+    def spawn(self, coro: Any) -> "asyncio.Task[Any]":
+        """Run ``coro`` in the background; ``close`` cancels and awaits whatever is left."""
+        task = self.loop.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def close(self) -> None:
+        """Drop every context, part and RRef value of this process; stop background work."""
+        self.closed = True
+        for cid in list(self.contexts):
+            await self._drop_context(cid)
+        self.rrefs.clear()
+        tasks = list(self._background)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

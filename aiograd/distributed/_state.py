@@ -1,0 +1,94 @@
+"""Where a coroutine finds its process's agent, its autograd context and its part of a pass.
+
+NOTE [Current agent]: every process in the cluster has one ``Agent``: the
+driver's is made by ``dist.init``, each worker's by the worker plugin. A
+coroutine serving a request on a worker sees that worker's agent through a
+context variable (set by the handler), so several workers in one process (a
+test cluster with in-process workers) never mix their state; anything else
+sees the driver's agent. The current autograd context and the current part of
+a backward pass are context variables too, so concurrent coroutines never see
+each other's (DESIGN.md §3, state kept in contextvars).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+    from ._engine import Part
+    from .context import DistContext
+
+__all__ = ["current_agent", "current_context", "require_asyncio", "run_shielded"]
+
+T = TypeVar("T")
+
+_current_agent: contextvars.ContextVar["Agent | None"] = contextvars.ContextVar("aiograd_dist_agent", default=None)
+_current_context: contextvars.ContextVar["DistContext | None"] = contextvars.ContextVar(
+    "aiograd_dist_context", default=None
+)
+_current_part: contextvars.ContextVar["Part | None"] = contextvars.ContextVar("aiograd_dist_part", default=None)
+
+
+class _Process:
+    """The driver's state in this process (set by ``dist.init``, cleared by ``dist.shutdown``)."""
+
+    driver: Any = None  # the _cluster.Driver
+
+
+process = _Process()
+
+
+def current_agent() -> "Agent":
+    """This process's agent (NOTE [Current agent]); a clear error before ``dist.init``."""
+    agent = _current_agent.get()
+    if agent is not None:
+        return agent
+    driver = process.driver
+    if driver is None:
+        raise RuntimeError("aiograd.distributed is not initialized: call `await dist.init()` first")
+    return driver.agent  # type: ignore[no-any-return]
+
+
+def current_context() -> "DistContext | None":
+    """The autograd context the running coroutine is in (None outside ``async with dist.context()``)."""
+    return _current_context.get()
+
+
+def require_asyncio(what: str) -> None:
+    """Dask distributed runs on asyncio only: refuse trio (and no loop) with a clear error."""
+    from .._aio import running_loop_kind
+
+    kind = running_loop_kind()
+    if kind == "asyncio":
+        return
+    if kind is None:
+        raise RuntimeError(f"{what} must be awaited inside a running asyncio event loop")
+    raise RuntimeError(
+        f"{what}: aiograd.distributed runs on Dask distributed, which needs an asyncio event loop "
+        f"(asyncio or uvloop), but this code runs on {kind}"
+    )
+
+
+async def run_shielded(aw: Awaitable[T]) -> T:
+    """Await ``aw`` to its end even if the caller is cancelled meanwhile; then re-raise the cancellation.
+
+    Cleanup that must reach other processes (releasing a context, cancelling a
+    pass on every worker) runs this way, so cancelling the caller never leaves
+    a worker holding state.
+    """
+    task = asyncio.ensure_future(aw)
+    cancelled: BaseException | None = None
+    while True:
+        try:
+            result = await asyncio.shield(task)
+            break
+        except asyncio.CancelledError as e:
+            if task.done():
+                raise
+            cancelled = e
+    if cancelled is not None:
+        raise cancelled
+    return result

@@ -1,0 +1,230 @@
+"""Remote calls and remote references: ``rpc_async``, ``remote``, ``RRef``, ``parameter_rrefs``.
+
+``rpc_async`` runs a function on a worker inside the caller's autograd
+context and returns its result; ``remote`` runs it there and keeps the result
+there, handing back an ``RRef`` (torch.distributed.rpc's names). Plain
+functions run on a thread of the worker, ``async def`` ones on its event
+loop; either may call ``rpc_async`` itself (nested calls, worker to worker).
+
+NOTE [RRef lifetime]: an RRef names a value held by its owner. The handle
+``remote()`` returns frees the value on the owner when it is collected; a
+handle made with ``RRef(value)`` (and the parameter RRefs of a module) keeps
+its value for as long as the owner's agent lives. Copies of a handle sent to
+other processes borrow it: the value stays while the creating handle lives.
+Whatever a driver made is freed when its Dask client disconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import sys
+from typing import TYPE_CHECKING, Any, Callable
+
+from ._state import current_agent, current_context, require_asyncio
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+    from .context import DistContext
+
+__all__ = ["rpc_async", "remote", "RRef", "parameter_rrefs"]
+
+
+async def rpc_async(
+    to: str, func: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """Run ``func(*args, **kwargs)`` on worker ``to`` inside the current autograd context; its result.
+
+    Tensors that require grad cross with a SendRpcBackward / RecvRpcBackward
+    pair inside a context and detached outside one. ``timeout`` (seconds,
+    default ``rpc_timeout``) bounds the call: past it, ``TimeoutError``.
+    """
+    require_asyncio("dist.rpc_async")
+    agent = current_agent()
+    address = await agent.resolve(to)
+    return await agent.call(address, func, tuple(args), dict(kwargs or {}), ctx=current_context(), timeout=timeout)
+
+
+class RRef:
+    """A reference to a value held by one process, its owner (torch.distributed.rpc.RRef).
+
+    ``RRef(value)`` makes a reference owned by this process; ``dist.remote``
+    makes one owned by a worker. See NOTE [RRef lifetime].
+    """
+
+    __slots__ = ("_owner", "_address", "_id", "_creation", "_agent", "__weakref__")
+
+    def __init__(self, value: Any) -> None:
+        agent = current_agent()
+        self._owner = agent.name
+        self._address = agent.address
+        self._id = agent.new_id()
+        self._creation: Any = None
+        self._agent: Agent | None = None  # set on the handle remote() returns: it frees the value
+        agent.hold(self._id, value)
+
+    @classmethod
+    def _handle(cls, owner: str, address: str, rref_id: int, creation: Any = None, agent: "Agent | None" = None) -> "RRef":
+        r = object.__new__(cls)
+        r._owner = owner
+        r._address = address
+        r._id = rref_id
+        r._creation = creation
+        r._agent = agent
+        return r
+
+    def __reduce__(self) -> Any:
+        return (_rref_from_wire, (self._owner, self._address, self._id))
+
+    def __del__(self) -> None:
+        agent = getattr(self, "_agent", None)
+        if agent is not None and not sys.is_finalizing():
+            agent.forget_rref(self._address, self._id, self._creation)
+
+    def __repr__(self) -> str:
+        return f"RRef(owner={self._owner!r}, id={self._id})"
+
+    def owner(self) -> str:
+        """The name of the process holding the value (``"driver"`` for the driver)."""
+        return self._owner
+
+    def is_owner(self) -> bool:
+        return current_agent().address == self._address
+
+    def local_value(self) -> Any:
+        """The value itself; only on the owner (elsewhere: ``await rref.to_here()``)."""
+        agent = current_agent()
+        if agent.address != self._address:
+            raise RuntimeError(
+                f"RRef.local_value() can only be called on the owner ({self._owner}), not on {agent.name}: "
+                "use `await rref.to_here()` to copy the value here"
+            )
+        slot = agent.rrefs.get(self._id)
+        if slot is None:
+            raise RuntimeError(f"the value of {self!r} is no longer held by its owner")
+        if not slot.ready.is_set():
+            raise RuntimeError(f"the value of {self!r} is not ready yet: await rref.to_here() first")
+        if slot.error is not None:
+            raise slot.error
+        return slot.value
+
+    async def to_here(self, timeout: float | None = None) -> Any:
+        """A copy of the value in this process (the value itself on the owner)."""
+        return await _on_owner(self, _fetch_value, (self,), timeout)
+
+    def rpc_async(self, timeout: float | None = None) -> "_OwnerMethods":
+        """``await rref.rpc_async().method(*args)``: call a method of the value on its owner, in the current context."""
+        return _OwnerMethods(self, timeout)
+
+    async def _created(self) -> None:
+        creation = self._creation
+        if creation is None:
+            return
+        if isinstance(creation, concurrent.futures.Future):
+            creation = asyncio.wrap_future(creation)
+        err = await creation
+        if err is not None:
+            raise err
+
+
+def _rref_from_wire(owner: str, address: str, rref_id: int) -> RRef:
+    return RRef._handle(owner, address, rref_id)
+
+
+class _OwnerMethods:
+    """What ``rref.rpc_async()`` returns: each attribute is a coroutine function calling that method remotely."""
+
+    __slots__ = ("_rref", "_timeout")
+
+    def __init__(self, rref: RRef, timeout: float | None) -> None:
+        self._rref = rref
+        self._timeout = timeout
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        rref, timeout = self._rref, self._timeout
+
+        async def method(*args: Any, **kwargs: Any) -> Any:
+            return await _on_owner(rref, _call_method, (rref, name, args, kwargs), timeout)
+
+        method.__name__ = name
+        return method
+
+
+async def _on_owner(rref: RRef, fn: Callable[..., Any], args: tuple[Any, ...], timeout: float | None) -> Any:
+    """Run ``fn(*args)`` on the owner of ``rref`` (directly when that is this process)."""
+    require_asyncio("RRef")
+    await rref._created()
+    agent = current_agent()
+    if agent.address == rref._address:
+        return await fn(*args)
+    return await agent.call(rref._address, fn, args, {}, ctx=current_context(), timeout=timeout)
+
+
+async def _fetch_value(rref: RRef) -> Any:
+    return await current_agent().rref_value(rref._id)
+
+
+async def _call_method(rref: RRef, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    agent = current_agent()
+    value = await agent.rref_value(rref._id)
+    return await agent.run_function(getattr(value, name), args, kwargs)
+
+
+async def _create(
+    agent: "Agent", address: str, rref_id: int, func: Any, args: Any, kwargs: Any, ctx: "DistContext | None"
+) -> BaseException | None:
+    """Make the value of an RRef on its owner; the error is returned (raised by whoever awaits the RRef)."""
+    try:
+        await agent.call(address, func, args, kwargs, ctx=ctx, kind="remote", rref_id=rref_id)
+    except Exception as e:
+        return e
+    return None
+
+
+def remote(
+    to: str, func: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+) -> RRef:
+    """Run ``func(*args, **kwargs)`` on worker ``to`` and keep the result there; an RRef to it, at once.
+
+    Errors of the call are raised by ``to_here()`` / ``rpc_async()`` on the
+    RRef. Callable from the event loop or from a plain remote function's thread.
+    """
+    agent = current_agent()
+    address = agent.directory.get(to) if isinstance(to, str) else None
+    if address is None:
+        raise RuntimeError(
+            f"could not find destination name {to!r}: the workers are {', '.join(agent.worker_names()) or 'none'}"
+        )
+    rref_id = agent.new_id()
+    coro = _create(agent, address, rref_id, func, tuple(args), dict(kwargs or {}), current_context())
+    try:
+        asyncio.get_running_loop()
+        on_loop = True
+    except RuntimeError:
+        on_loop = False
+    creation: Any
+    if on_loop:
+        creation = agent.spawn(coro)
+    else:  # a plain remote function, on a thread of its worker
+        creation = asyncio.run_coroutine_threadsafe(_spawned(agent, coro), agent.loop)
+    return RRef._handle(to, address, rref_id, creation, agent)
+
+
+async def _spawned(agent: "Agent", coro: Any) -> Any:
+    return await agent.spawn(coro)
+
+
+async def _parameter_rrefs_here(rref: RRef) -> list[RRef]:
+    agent = current_agent()
+    module = await agent.rref_value(rref._id)
+    out = [RRef(p) for p in module.parameters()]
+    slot = agent.rrefs.get(rref._id)
+    if slot is not None:
+        slot.children.extend(r._id for r in out)
+    return out
+
+
+async def parameter_rrefs(rref: RRef) -> list[RRef]:
+    """An RRef per parameter of the ``nn.Module`` that ``rref`` names (owned where the module is)."""
+    return await _on_owner(rref, _parameter_rrefs_here, (rref,), None)  # type: ignore[no-any-return]
