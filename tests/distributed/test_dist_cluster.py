@@ -1,0 +1,147 @@
+"""aiograd.distributed._cluster: the embedded local cluster, joining one, loop backends, killed workers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+import aiograd as ag
+import aiograd.distributed as dist
+from _dist_helpers import Recorder, cluster_env, slow_on_backward, wait_until_started
+
+pytestmark = pytest.mark.distributed
+
+
+async def sleep_for(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+def _listening(procs: list[psutil.Process]) -> list[str]:
+    out = []
+    for p in procs:
+        for c in p.net_connections(kind="inet"):
+            if c.status == psutil.CONN_LISTEN:
+                out.append(c.laddr.ip)
+    return out
+
+
+def _new_children(me: psutil.Process, before: set[int]) -> list[str]:
+    """Child processes started since ``before``, but multiprocessing's resource tracker (one per
+    process, started with the first worker process and kept by Python until exit)."""
+    out = []
+    for p in me.children(recursive=True):
+        if p.pid in before:
+            continue
+        try:
+            cmd = " ".join(p.cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        if "resource_tracker" not in cmd:
+            out.append(cmd)
+    return out
+
+
+def test_import_aiograd_does_not_import_dask() -> None:
+    code = (
+        "import sys, aiograd, aiograd.distributed as dist\n"
+        "assert dist.init and dist.rpc_async\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', 'tornado')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=cluster_env(), capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_calls_before_init_say_so() -> None:
+    with pytest.raises(RuntimeError, match=r"not initialized: call `await dist.init\(\)` first"):
+        dist.workers()
+    with pytest.raises(RuntimeError, match="not initialized"):
+        dist.get_worker_name()
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_init_refuses_trio_clearly() -> None:
+    with pytest.raises(RuntimeError, match="Dask distributed, which needs an asyncio event loop"):
+        await dist.init(n_workers=1)
+    with pytest.raises(RuntimeError, match="needs an asyncio event loop"):
+        await dist.rpc_async("worker0", abs, args=(1,))
+
+
+@pytest.mark.asyncio
+async def test_joining_an_existing_cluster(dask_cluster: str) -> None:
+    await dist.init(address=dask_cluster)
+    try:
+        assert dist.workers() == ["worker0", "worker1"]
+        with pytest.raises(RuntimeError, match="already initialized"):
+            await dist.init(address=dask_cluster)
+        assert await dist.rpc_async("worker0", dist.get_worker_name) == "worker0"
+    finally:
+        await dist.shutdown()
+    await dist.shutdown()  # idempotent
+
+
+@pytest.mark.asyncio
+async def test_local_cluster_listens_on_loopback_only_and_shutdown_leaves_nothing() -> None:
+    me = psutil.Process()
+    threads_before = set(threading.enumerate())
+    children_before = {p.pid for p in me.children(recursive=True)}
+    await dist.init(n_workers=2)
+    try:
+        assert dist.workers() == ["worker0", "worker1"]
+        assert dist.get_worker_name() == "driver"
+        assert await dist.rpc_async("worker1", dist.get_worker_name) == "worker1"
+        cluster = [me] + [p for p in me.children(recursive=True) if p.pid not in children_before]
+        assert len(cluster) >= 3  # this process (scheduler, nannies, driver) and two workers
+        ips = _listening(cluster)
+        assert len(ips) >= 6 and set(ips) == {"127.0.0.1"}, ips
+    finally:
+        await dist.shutdown()
+    for _ in range(100):
+        left = _new_children(me, children_before)
+        if not left:
+            break
+        await asyncio.sleep(0.05)
+    assert left == []
+    # Dask keeps one process-wide offload thread once used (not aiograd's): it may stay.
+    left = [t.name for t in set(threading.enumerate()) - threads_before if t.is_alive()]
+    assert [n for n in left if not n.startswith("Dask-Offload")] == []
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def _kill_and_expect_lost(worker: str, pending: "asyncio.Future[object]") -> None:
+    """SIGKILL ``worker``'s process; ``pending`` must fail with WorkerLostError naming it within 10 s."""
+    os.kill(await dist.rpc_async(worker, os.getpid, timeout=5), signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(dist.WorkerLostError, match=worker):
+        await pending
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.asyncio
+async def test_a_killed_worker_fails_rpc_and_backward_within_10_s() -> None:
+    """Destructive: its own cluster."""
+    await dist.init(n_workers=2)
+    try:
+        call = asyncio.ensure_future(dist.rpc_async("worker1", sleep_for, args=(60.0,)))
+        await asyncio.sleep(0.3)
+        await _kill_and_expect_lost("worker1", call)
+
+        recorder = dist.remote("worker0", Recorder)
+        x = ag.tensor([1.0, 2.0], requires_grad=True)
+        async with dist.context() as cid:
+            out = await dist.rpc_async("worker0", slow_on_backward, args=(x, recorder))
+            task = asyncio.ensure_future(dist.backward(cid, [out.sum()]))
+            await wait_until_started(recorder)
+            await _kill_and_expect_lost("worker0", task)
+            assert dist.debug_info()["num_current_backward_passes"] == 0
+        assert dist.debug_info() == {"num_current_backward_passes": 0, "num_autograd_contexts": 0}
+    finally:
+        await dist.shutdown()

@@ -1,0 +1,34 @@
+"""aiograd.distributed._wire: the tensor table, arrays as out-of-band frames, never a graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import aiograd as ag
+from aiograd.distributed._wire import encode
+
+pytestmark = pytest.mark.distributed
+
+
+def test_tensors_travel_as_numpy_buffers_not_graphs() -> None:
+    x = ag.randn(256, 256, dtype=ag.float64, requires_grad=True)
+    y = (x * 2.0).tanh()
+    payload, crossing = encode((y, [y, 3], {"k": x}), with_grad=True)
+    assert crossing == [y, x]  # in table order, each once
+    big = [f for f in payload.frames if memoryview(f).nbytes >= y._data.nbytes]
+    assert len(big) == 2 and np.shares_memory(np.frombuffer(big[0], dtype=np.float64), y._data)
+    assert b"TanhBackward" not in bytes(payload.frames[0])  # no graph in the pickle
+    (a, (b, _), d), received = payload.decode()
+    assert a is b and received == [a, d["k"]]
+    assert a.grad_fn is None and not a.requires_grad  # attached by the receiver's RecvRpcBackward only
+    np.testing.assert_array_equal(a.numpy(), y.detach().numpy())
+
+
+def test_parameters_stay_parameters_and_arrays_arrive_writeable() -> None:
+    p = ag.nn.Parameter(ag.tensor([1.0, 2.0]))
+    payload, crossing = encode([p, np.arange(3.0)], with_grad=False)
+    assert crossing == []
+    (q, arr), received = payload.decode()
+    assert isinstance(q, ag.nn.Parameter) and not q.requires_grad and received == []
+    assert q._data.flags.writeable and arr.flags.writeable
