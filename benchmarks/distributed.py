@@ -22,12 +22,19 @@ _harness.py); the load average is printed with the tables.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
 from typing import Any, Awaitable, Callable
 
-import numpy as np
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable, and keep this
+    _HERE = os.path.dirname(os.path.abspath(__file__))  # file from shadowing Dask's ``distributed``
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    sys.path.insert(0, os.path.dirname(_HERE))
 
-from benchmarks import _harness as H
+import numpy as np  # noqa: E402
+
+from benchmarks import _harness as H  # noqa: E402
 
 BENCH = "distributed"
 CALLS, QUICK_CALLS = 200, 50
@@ -211,8 +218,6 @@ def transfer_rows(loop: asyncio.AbstractEventLoop, repeat: int) -> list[dict[str
 
 
 def _loadavg() -> str:
-    import os
-
     return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
@@ -220,8 +225,6 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
     """Start a local cluster of 2 workers, measure (1)-(3), print and return rows."""
     if H.import_aiograd() is None or H.optional_import("distributed") is None:
         return [H.missing(BENCH, "all", "aiograd.distributed", "", "distributed")]
-    import sys
-
     import cloudpickle
 
     import aiograd.distributed as dist

@@ -246,9 +246,7 @@ class Agent:
         rref_id: int | None = None,
     ) -> Any:
         """Run ``fn(*args, **kwargs)`` at ``address`` inside ``ctx``; Send/Recv recorded for tensors with grad."""
-        from distributed.protocol import to_serialize
-
-        from ._wire import encode
+        from ._wire import encode, from_wire, to_wire
 
         payload, crossing = encode((fn, args, kwargs), with_grad=ctx is not None and _gm.is_grad_enabled())
         for rref in payload.rrefs:  # an RRef reaches its owner only after its value is made there
@@ -272,7 +270,7 @@ class Agent:
                 ctx=ctx.meta() if ctx is not None else None,
                 message_id=message_id,
                 rref_id=rref_id,
-                payload=to_serialize(payload),
+                payload=to_wire(payload),
             )
             if "error" in reply:
                 raise rebuild_exception(reply["error"])
@@ -286,7 +284,7 @@ class Agent:
                     ctx.add_peer(peer_name, peer_address)
         if kind == "remote":
             return None
-        value, crossing = reply["payload"].decode()
+        value, crossing = from_wire(reply["payload"]).decode()
         if crossing and ctx is not None:
             record_recv(ctx, (name, address), reply["message_id"], crossing)
         return value
@@ -326,16 +324,14 @@ class Agent:
         self, kind: str, caller: Any, client: str | None, ctx: Any, message_id: int | None, rref_id: int | None,
         payload: Any,
     ) -> Any:
-        from distributed.protocol import to_serialize
-
-        from ._wire import encode
+        from ._wire import encode, from_wire, to_wire
 
         caller = (str(caller[0]), str(caller[1]))
         self.names[caller[1]] = caller[0]
         if client is not None:
             self.clients[client] = caller[1]
         dctx = self._context_from(ctx, caller) if ctx is not None else None
-        (fn, args, kwargs), crossing = payload.decode()
+        (fn, args, kwargs), crossing = from_wire(payload).decode()
         if crossing and dctx is not None:
             record_recv(dctx, caller, message_id, crossing)  # type: ignore[arg-type]
         me = (self.name, self.address)
@@ -359,7 +355,7 @@ class Agent:
             result_id = self.new_id()
             record_send(dctx, result_id, crossing)
         return {
-            "payload": to_serialize(out),
+            "payload": to_wire(out),
             "message_id": result_id,
             "peers": dctx.peer_list(me) if dctx is not None else None,
         }
@@ -388,7 +384,9 @@ class Agent:
             raise RuntimeError(f"Could not find autograd context with id: {ctx[0]}")
         part = self._part_for(ctx, pass_id, retain_graph, initiator)
         if part is not None:
-            grads, _ = payload.decode()
+            from ._wire import from_wire
+
+            grads, _ = from_wire(payload).decode()
             part.feed(message_id, grads)
         return {}
 

@@ -112,9 +112,7 @@ class Part:
 
     def deliver(self, recv: "RecvRpcBackward", grads: list[Any]) -> None:
         """Send ``recv``'s gradients to its sender (runs as the node's apply)."""
-        from distributed.protocol import to_serialize
-
-        from ._wire import encode
+        from ._wire import encode, to_wire
 
         payload, _ = encode(grads, with_grad=False)
         call = self.agent.request(
@@ -125,7 +123,7 @@ class Part:
             retain_graph=self.retain_graph,
             initiator=self.initiator,
             message_id=recv.message_id,
-            payload=to_serialize(payload),
+            payload=to_wire(payload),
         )
         task = asyncio.get_running_loop().create_task(call)
         self.deliveries.add(task)

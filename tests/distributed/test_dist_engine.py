@@ -174,6 +174,34 @@ async def test_a_sent_tensor_that_does_not_lead_to_the_roots_gets_no_gradient(di
         assert y not in grads
 
 
+async def backward_from_here(x: ag.Tensor, context_id: int) -> list[float]:
+    """Runs on a worker: the pass starts here, and reaches the driver that sent ``x``."""
+    loss = (x * x).sum()
+    await dist.backward(context_id, [loss])
+    return [dist.debug_info()["num_current_backward_passes"]]
+
+
+async def test_a_pass_can_start_on_a_worker(dist_cluster: str) -> None:
+    x = ag.tensor([1.0, -3.0], dtype=F64, requires_grad=True)
+    async with dist.context() as cid:
+        assert await dist.rpc_async("worker1", backward_from_here, args=(x, cid)) == [0]
+        np.testing.assert_array_equal(dist.get_gradients(cid)[x].numpy(), [2.0, -6.0])
+
+
+def big_stage(x: ag.Tensor) -> ag.Tensor:
+    return (x * 2.0).tanh()
+
+
+@pytest.mark.no_blocking(max_ms=200)
+async def test_the_driver_loop_keeps_running_during_big_transfers_and_backward(dist_cluster: str) -> None:
+    x = ag.randn(1 << 20, dtype=F64, requires_grad=True)  # 8 MB each way, twice
+    async with dist.context() as cid:
+        y = await dist.rpc_async("worker0", big_stage, args=(x,))
+        z = await dist.rpc_async("worker1", big_stage, args=(y,))
+        await dist.backward(cid, [z.sum()])
+        assert dist.get_gradients(cid)[x].shape == x.shape
+
+
 # ----- errors ------------------------------------------------------------------------------------------
 
 

@@ -89,10 +89,10 @@ class Counter:
         return self.n
 
 
-def rref_count() -> int:
+def holds(rref_id: int) -> bool:
     from aiograd.distributed._state import current_agent
 
-    return len(current_agent().rrefs)
+    return rref_id in current_agent().rrefs
 
 
 def owner_local_value(rref: dist.RRef) -> int:
@@ -209,14 +209,14 @@ async def test_parameter_rrefs_of_a_remote_module(dist_cluster: str) -> None:
 
 
 async def test_the_value_of_a_collected_rref_is_freed_on_its_owner(dist_cluster: str) -> None:
-    before = await dist.rpc_async("worker1", rref_count)
     rref = dist.remote("worker1", Counter, args=(1,))
     await rref.to_here()
-    assert await dist.rpc_async("worker1", rref_count) == before + 1
+    rid = rref._id
+    assert await dist.rpc_async("worker1", holds, args=(rid,))
     del rref
     gc.collect()
     for _ in range(100):
-        if await dist.rpc_async("worker1", rref_count) == before:
+        if not await dist.rpc_async("worker1", holds, args=(rid,)):
             break
         await asyncio.sleep(0.02)
-    assert await dist.rpc_async("worker1", rref_count) == before
+    assert not await dist.rpc_async("worker1", holds, args=(rid,))

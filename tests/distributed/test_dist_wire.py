@@ -32,3 +32,16 @@ def test_parameters_stay_parameters_and_arrays_arrive_writeable() -> None:
     (q, arr), received = payload.decode()
     assert isinstance(q, ag.nn.Parameter) and not q.requires_grad and received == []
     assert q._data.flags.writeable and arr.flags.writeable
+
+
+def test_small_values_travel_inline_and_large_ones_as_frames() -> None:
+    from distributed.protocol import Serialize
+
+    from aiograd.distributed._wire import INLINE_BYTES, from_wire, to_wire
+
+    small, _ = encode(ag.ones(4), with_grad=False)
+    big, _ = encode(ag.ones(INLINE_BYTES // 4 + 1), with_grad=False)
+    assert all(isinstance(f, bytes) for f in to_wire(small))
+    assert isinstance(to_wire(big), Serialize)
+    t, _ = from_wire(to_wire(small)).decode()
+    np.testing.assert_array_equal(t.numpy(), np.ones(4, np.float32))
