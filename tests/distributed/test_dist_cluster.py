@@ -127,21 +127,52 @@ async def _kill_and_expect_lost(worker: str, pending: "asyncio.Future[object]") 
 
 @pytest.mark.asyncio
 async def test_a_killed_worker_fails_rpc_and_backward_within_10_s() -> None:
-    """Destructive: its own cluster."""
-    await dist.init(n_workers=2)
+    """Destructive: its own cluster, of three workers (one per way of leaving)."""
+    await dist.init(n_workers=3)
     try:
+        # A killed process: its connections break at once.
+        call = asyncio.ensure_future(dist.rpc_async("worker0", sleep_for, args=(60.0,)))
+        await asyncio.sleep(0.3)
+        await _kill_and_expect_lost("worker0", call)
+
+        # A hung process that the scheduler removes: its connections stay open, so only
+        # Dask's worker-removal event can end the call.
+        pid = await dist.rpc_async("worker1", os.getpid)
+        address = await dist.rpc_async("worker1", _my_address)
         call = asyncio.ensure_future(dist.rpc_async("worker1", sleep_for, args=(60.0,)))
         await asyncio.sleep(0.3)
-        await _kill_and_expect_lost("worker1", call)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            scheduler = dist_process().driver.cluster.scheduler
+            await scheduler.remove_worker(address, stimulus_id="test-unresponsive", close=False)
+            with pytest.raises(dist.WorkerLostError, match="worker1.* left the cluster"):
+                await call
+            assert time.monotonic() - t0 < 10
+        finally:
+            os.kill(pid, signal.SIGKILL)
 
-        recorder = dist.remote("worker0", Recorder)
+        # A worker killed while its part of a backward pass runs.
+        recorder = dist.remote("worker2", Recorder)
         x = ag.tensor([1.0, 2.0], requires_grad=True)
         async with dist.context() as cid:
-            out = await dist.rpc_async("worker0", slow_on_backward, args=(x, recorder))
+            out = await dist.rpc_async("worker2", slow_on_backward, args=(x, recorder))
             task = asyncio.ensure_future(dist.backward(cid, [out.sum()]))
             await wait_until_started(recorder)
-            await _kill_and_expect_lost("worker0", task)
+            await _kill_and_expect_lost("worker2", task)
             assert dist.debug_info()["num_current_backward_passes"] == 0
         assert dist.debug_info() == {"num_current_backward_passes": 0, "num_autograd_contexts": 0}
     finally:
         await dist.shutdown()
+
+
+def _my_address() -> str:
+    from aiograd.distributed._state import current_agent
+
+    return current_agent().address
+
+
+def dist_process() -> object:
+    from aiograd.distributed._state import process
+
+    return process
