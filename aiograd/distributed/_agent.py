@@ -31,6 +31,7 @@ from typing import Any, Callable
 from ..autograd import grad_mode as _gm
 from ._errors import WorkerLostError, pack_exception, rebuild_exception
 from ._nodes import record_recv, record_send
+from ._rref_store import RRefStore
 from ._state import _current_agent, _current_context, _current_part
 from .context import DistContext
 
@@ -40,33 +41,6 @@ __all__ = ["Agent", "natural_key"]
 def natural_key(name: str) -> list[Any]:
     """Sort key that puts worker2 before worker10."""
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
-
-
-class _Slot:
-    """The value an RRef names, on its owner; filled when the call that makes it returns."""
-
-    __slots__ = ("value", "error", "ready", "creator", "children")
-
-    def __init__(self, creator: str) -> None:
-        self.value: Any = None
-        self.error: BaseException | None = None
-        self.ready = asyncio.Event()
-        self.creator = creator  # address of the process whose request made it
-        self.children: list[int] = []  # RRefs to parts of the value (its parameters), freed with it
-
-    def resolve(self, value: Any) -> None:
-        self.value = value
-        self.ready.set()
-
-    def fail(self, err: BaseException) -> None:
-        self.error = err
-        self.ready.set()
-
-    async def get(self) -> Any:
-        await self.ready.wait()
-        if self.error is not None:
-            raise self.error
-        return self.value
 
 
 class Agent:
@@ -92,12 +66,11 @@ class Agent:
         self.directory: dict[str, str] = {}  # worker name -> address
         self.names: dict[str, str] = {address: name}  # address -> name, of every process seen
         self.clients: dict[str, str] = {}  # Dask client id -> address of that driver
-        self.rrefs: dict[int, _Slot] = {}
+        self.rrefs = RRefStore(address)
         self._lost: dict[str, asyncio.Future[None]] = {}  # NOTE [Deadlines and lost workers]
         self._prefix = secrets.randbits(31) << 32
         self._counter = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
-        self._forgotten: dict[str, list[tuple[int, Any]]] = {}  # owner address -> RRefs to free there
         self.closed = False
         self.handlers: dict[str, Callable[..., Any]] = {
             name: self._handler(getattr(self, "_on_" + name[len("aiograd_"):]))
@@ -338,7 +311,7 @@ class Agent:
         token = _current_context.set(dctx)
         try:
             if kind == "remote":
-                slot = self._slot(rref_id, caller[1])  # type: ignore[arg-type]
+                slot = self.rrefs.slot(rref_id, caller[1])  # type: ignore[arg-type]
                 try:
                     slot.resolve(await self.run_function(fn, args, kwargs))
                 except BaseException as e:
@@ -432,28 +405,9 @@ class Agent:
         ctx = self.context(ctx_id)
         return {"peers": ctx.peer_list((self.name, self.address))}
 
-    # ----- RRef values ----------------------------------------------------------------------
-    def _slot(self, rref_id: int, creator: str) -> _Slot:
-        slot = self.rrefs.get(rref_id)
-        if slot is None:
-            slot = self.rrefs[rref_id] = _Slot(creator)
-        return slot
-
-    def hold(self, rref_id: int, value: Any) -> None:
-        """Own ``value`` under ``rref_id`` (an RRef made here: ``RRef(value)``, parameter RRefs)."""
-        self._slot(rref_id, self.address).resolve(value)
-
-    async def rref_value(self, rref_id: int) -> Any:
-        return await self._slot(rref_id, self.address).get()
-
-    def _delete_slots(self, rref_ids: list[int]) -> None:
-        for i in rref_ids:
-            slot = self.rrefs.pop(i, None)
-            if slot is not None:
-                self._delete_slots(slot.children)
-
+    # ----- RRef values (kept in self.rrefs, see _rref_store.py) ----------------------------
     async def _on_rref_delete(self, rref_ids: list[int]) -> Any:
-        self._delete_slots(rref_ids)
+        self.rrefs.delete(rref_ids)
         return {}
 
     def forget_rref(self, address: str, rref_id: int, creation: Any) -> None:
@@ -466,23 +420,14 @@ class Agent:
             pass  # the loop is closed: the owner's state went with the cluster
 
     def _queue_forget(self, address: str, rref_id: int, creation: Any) -> None:
-        if self.closed:
-            return
-        batch = self._forgotten.setdefault(address, [])
-        batch.append((rref_id, creation))
-        if len(batch) == 1:
+        if not self.closed and self.rrefs.forget(address, rref_id, creation):
             self.spawn(self._flush_forgotten(address))
 
     async def _flush_forgotten(self, address: str) -> None:
         await asyncio.sleep(0)  # let the collections of this moment join one message
-        batch = self._forgotten.pop(address, [])
-        creations = [c for _, c in batch if c is not None]
-        if creations:  # a value still being made must exist before it can be freed
-            await asyncio.gather(*(asyncio.wrap_future(c) if not asyncio.isfuture(c) else c for c in creations),
-                                 return_exceptions=True)
-        ids = [i for i, _ in batch]
+        ids = await self.rrefs.forgotten(address)
         if address == self.address:
-            self._delete_slots(ids)
+            self.rrefs.delete(ids)
             return
         try:
             await self.request(address, "aiograd_rref_delete", rref_ids=ids)
@@ -508,7 +453,7 @@ class Agent:
             if ctx.origin_client == client:
                 await self._drop_context(ctx.id)
         if address is not None:
-            self._delete_slots([i for i, s in self.rrefs.items() if s.creator == address])
+            self.rrefs.drop_created_by(address)
         return {}
 
     def peer_lost(self, address: str) -> None:

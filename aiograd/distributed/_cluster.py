@@ -111,8 +111,14 @@ async def init(
         await server.listen(f"{protocol}://{host}:0", **security.get_listen_args("client"))
         agent = Agent(DRIVER_NAME, server.address, server.rpc, client.scheduler, rpc_timeout, client_id=client.id)
         server.handlers.update(agent.handlers)
-        await client.register_plugin(AgentSchedulerPlugin())
-        await client.register_plugin(AgentWorkerPlugin(rpc_timeout))
+        try:
+            await client.register_plugin(AgentSchedulerPlugin())
+            await client.register_plugin(AgentWorkerPlugin(rpc_timeout))
+        except Exception as e:
+            raise RuntimeError(
+                f"could not start aiograd on the cluster ({type(e).__name__}: {e}): install aiograd[distributed] "
+                "(the same version as here) on the scheduler and on every worker"
+            ) from e
         if cluster is not None:
             await client.wait_for_workers(n_workers)
         client.subscribe_topic("all", lambda event: _on_cluster_event(agent, event))

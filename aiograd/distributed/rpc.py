@@ -62,7 +62,7 @@ class RRef:
         self._id = agent.new_id()
         self._creation: Any = None
         self._agent: Agent | None = None  # set on the handle remote() returns: it frees the value
-        agent.hold(self._id, value)
+        agent.rrefs.hold(self._id, value)
 
     @classmethod
     def _handle(cls, owner: str, address: str, rref_id: int, creation: Any = None, agent: "Agent | None" = None) -> "RRef":
@@ -162,12 +162,12 @@ async def _on_owner(rref: RRef, fn: Callable[..., Any], args: tuple[Any, ...], t
 
 
 async def _fetch_value(rref: RRef) -> Any:
-    return await current_agent().rref_value(rref._id)
+    return await current_agent().rrefs.value(rref._id)
 
 
 async def _call_method(rref: RRef, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     agent = current_agent()
-    value = await agent.rref_value(rref._id)
+    value = await agent.rrefs.value(rref._id)
     return await agent.run_function(getattr(value, name), args, kwargs)
 
 
@@ -217,11 +217,10 @@ async def _spawned(agent: "Agent", coro: Any) -> Any:
 
 async def _parameter_rrefs_here(rref: RRef) -> list[RRef]:
     agent = current_agent()
-    module = await agent.rref_value(rref._id)
+    module = await agent.rrefs.value(rref._id)
     out = [RRef(p) for p in module.parameters()]
-    slot = agent.rrefs.get(rref._id)
-    if slot is not None:
-        slot.children.extend(r._id for r in out)
+    for r in out:
+        agent.rrefs.add_child(rref._id, r._id)
     return out
 
 
