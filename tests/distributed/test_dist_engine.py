@@ -273,7 +273,7 @@ async def test_leaving_the_context_releases_it_everywhere_even_on_error_or_cance
 
 
 async def test_a_pass_past_its_deadline_raises_timeout_error(dask_cluster: str) -> None:
-    await dist.init(address=dask_cluster, rpc_timeout=1.0)
+    await dist.init(address=dask_cluster, rpc_timeout=2.0)
     try:
         x = ag.tensor([1.0], dtype=F64, requires_grad=True)
         recorder = dist.remote("worker1", Recorder)

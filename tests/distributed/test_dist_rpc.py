@@ -215,7 +215,7 @@ async def test_the_value_of_a_collected_rref_is_freed_on_its_owner(dist_cluster:
     assert await dist.rpc_async("worker1", holds, args=(rid,))
     del rref
     gc.collect()
-    for _ in range(100):
+    for _ in range(500):
         if not await dist.rpc_async("worker1", holds, args=(rid,)):
             break
         await asyncio.sleep(0.02)
