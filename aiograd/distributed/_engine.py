@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..autograd.engine import GraphTask, compute_dependencies, default_engine, validate_outputs
+from ..autograd.engine import GraphTask, compute_dependencies, default_engine, get_time_slice, validate_outputs
+from ..autograd.monitor import pass_monitor
 from ..autograd.graph import GraphRoot, Node
 from ..tensor import Tensor
 from ._errors import rebuild_exception
@@ -81,6 +82,7 @@ class Part:
         for send in self.waiting.values():
             compute_dependencies(send, gt.table)
         gt.expect_external(len(self.waiting))
+        gt.monitor = pass_monitor(0, None, first, gt.table, None, get_time_slice())  # ag.profiler sees parts
         unreachable = [r for r in ctx.recv_functions.values() if r not in gt.table]
         self.task = asyncio.get_running_loop().create_task(self._run(first, unreachable))
 

@@ -121,6 +121,16 @@ async def test_backward_equals_the_local_pass(dist_cluster: str) -> None:
     assert x.grad is None and w.grad is None and v.grad is None  # never .grad
 
 
+async def test_the_profiler_sees_the_driver_part(dist_cluster: str) -> None:
+    x, w, v = leaves()
+    async with dist.context() as cid:
+        loss = await distributed_loss(x, w, v)
+        with ag.profiler.profile() as prof:
+            await dist.backward(cid, [loss])
+    names = {e.name for e in prof.events}
+    assert {"RecvRpcBackward", "SendRpcBackward", "AccumulateGrad"} <= names
+
+
 async def test_leaves_on_a_worker_get_their_gradients_there(dist_cluster: str) -> None:
     holder = dist.remote("worker1", Holder)
     w_local = (await holder.to_here()).w.detach().requires_grad_()  # arrives detached: outside a context
