@@ -242,3 +242,23 @@ async def test_second_backward_through_non_reentrant_checkpoint_fails_like_torch
     with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
         await y.backward()
     assert np.allclose(x.grad.numpy(), np.cos(1.0))
+
+
+@pytest.mark.parametrize("offload", ["auto", "always", "never"])
+@pytest.mark.parametrize("use_reentrant", MODES)
+async def test_checkpoint_of_a_large_block_under_every_offload_mode(use_reentrant, offload) -> None:
+    # A large output gives the checkpoint node work above the offload threshold: its backward
+    # (a coroutine awaiting a nested pass) must still be awaited on the loop, never offloaded.
+    ag.manual_seed(0)
+    x = ag.randn(160, 128, dtype=ag.float64, requires_grad=True)
+    w = ag.randn(128, 128, dtype=ag.float64, requires_grad=True)
+    b = ag.randn(128, dtype=ag.float64, requires_grad=True)
+    await (_block(w, b)(x) ** 2).sum().backward()
+    expected = _grads(x, w, b)
+    ag.set_offload(offload)
+    try:
+        await (ag.checkpoint(_block(w, b), x, use_reentrant=use_reentrant) ** 2).sum().backward()
+    finally:
+        ag.set_offload("auto")
+    for got, want in zip(_grads(x, w, b), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-10)

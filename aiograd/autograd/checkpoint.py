@@ -166,6 +166,9 @@ class CheckpointBackward(Node):
     __slots__ = ("run", "rng_state", "out_positions", "boundary")
     _saved_fields = ("run",)
     _runs_on_undefined = False
+    # Its apply returns a coroutine (it awaits a nested pass on the loop): never a device thread's
+    # job, and the engine awaits it only on the path of nodes that may not leave the loop.
+    _offloadable = False
 
     def apply(self, grads: list[Any]) -> Any:
         return self._apply(grads)
