@@ -4,6 +4,7 @@
 #   make demo       install -e .[demo] and run python -m aiograd.demo
 #   make bench      install -e .[bench,test] and run python -m benchmarks
 #   make docs       install -e .[docs] and build the documentation site into site/ (--strict)
+#   make notebooks  install -e .[notebooks] and re-run notebooks/*.ipynb in place (their saved outputs)
 #   make typecheck  mypy on aiograd/
 #   make clean      remove the venv, caches and build outputs
 #
@@ -18,7 +19,7 @@ PIP_INSTALL := $(PIP) install --disable-pip-version-check --progress-bar off
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := test
-.PHONY: test typecheck demo bench docs venv clean
+.PHONY: test typecheck demo bench docs notebooks venv clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +37,10 @@ $(VENV)/.stamp-demo: pyproject.toml | $(PY)
 
 $(VENV)/.stamp-bench: pyproject.toml | $(PY)
 	$(PIP_INSTALL) -e '.[bench,test]'
+	@touch $@
+
+$(VENV)/.stamp-notebooks: pyproject.toml | $(PY)
+	$(PIP_INSTALL) -e '.[notebooks]'
 	@touch $@
 
 $(VENV)/.stamp-docs: pyproject.toml | $(PY)
@@ -66,6 +71,11 @@ bench: $(VENV)/.stamp-bench
 
 docs: $(VENV)/.stamp-docs
 	$(MKDOCS_BUILD)
+
+# The outputs saved in the notebooks come from this run (one BLAS thread, as in the tests).
+# Graphviz's `dot` program on PATH makes 01's graph a picture (without it: its DOT source).
+notebooks: $(VENV)/.stamp-notebooks
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) notebooks/run_notebooks.py
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .mypy_cache .hypothesis .ruff_cache

@@ -1,0 +1,75 @@
+"""The notebooks of notebooks/ run top to bottom, warning-free, and are committed with their outputs.
+
+Each notebook is executed headless (nbclient, a fresh ``python3`` kernel of
+this interpreter importing this checkout's aiograd) from a copy in a temporary
+folder, so that what it writes (05's trace file) lands there and the
+repository stays as it was. Warnings are shown in the kernel
+(``PYTHONWARNINGS=default``) and any output on stderr fails the test, as
+warnings fail the rest of the suite. notebooks/run_notebooks.py does the
+executing, here and when the committed outputs are regenerated.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+EXPECTED = ["01-quickstart", "02-async-backward", "03-train-digits", "04-custom-functions-and-checkpointing",
+            "05-devices-and-trace"]
+
+
+def _runner() -> Any:
+    spec = importlib.util.spec_from_file_location("run_notebooks", NOTEBOOKS / "run_notebooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+run_notebooks = _runner()
+PATHS = run_notebooks.notebook_paths()
+
+
+def _snapshot(folder: Path) -> dict[str, int]:
+    return {str(p.relative_to(folder)): p.stat().st_mtime_ns for p in folder.rglob("*") if p.is_file()}
+
+
+def test_every_notebook_is_there() -> None:
+    assert [p.stem for p in PATHS][:len(EXPECTED)] == EXPECTED
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_notebook_runs_top_to_bottom_without_warnings(path: Path, tmp_path: Path) -> None:
+    before = _snapshot(NOTEBOOKS)
+    copy = tmp_path / path.name
+    shutil.copy(path, copy)
+    nb = run_notebooks.execute(copy, cwd=tmp_path, env={"PYTHONWARNINGS": "default"})  # raises on a cell's error
+    assert run_notebooks.stderr_outputs(nb) == []
+    assert all(cell.execution_count is not None for cell in nb.cells if cell.cell_type == "code")
+    assert _snapshot(NOTEBOOKS) == before, "running a notebook wrote into notebooks/"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_notebook_is_committed_with_outputs_and_no_volatile_metadata(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    counts = [cell.execution_count for cell in code]
+    assert counts == list(range(1, len(code) + 1)), "run it top to bottom: python notebooks/run_notebooks.py"
+    outputs = [out for cell in code for out in cell.outputs]
+    assert not [out for out in outputs if out.output_type == "error"]
+    assert any("image/png" in out.get("data", {}) for out in outputs), "no picture"
+    assert run_notebooks.stderr_outputs(nb) == []
+    assert not [cell.id for cell in code if "execution" in cell.metadata], "timings: run it with run_notebooks.py"
+    markdown = [cell for cell in nb.cells if cell.cell_type == "markdown"]
+    assert len(markdown) >= len(code) // 2, "a few sentences of prose per step"
