@@ -3,7 +3,10 @@ accuracy on scikit-learn's bundled digits (fixed split, seeded, bounded epochs).
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,13 +69,24 @@ async def test_sgd_momentum_trains_the_mlp_too(digits):
     assert accs[-1] >= 0.95, accs
 
 
-def test_demo_main_runs(capsys):
-    import asyncio
-
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_demo_trains_beside_side_passes_and_writes_its_trace_and_timeline(capsys, tmp_path):
     from aiograd.demo import main
 
-    acc = asyncio.run(main(epochs=15, seed=0))
+    acc = await main(epochs=15, seed=0, side=2, out_dir=tmp_path / "out")
     out = capsys.readouterr().out
-    assert "epoch 15" in out and "final test accuracy" in out
-    assert acc >= 0.95
-    assert np.isfinite(acc)
+    assert acc >= 0.95 and np.isfinite(acc)
+    assert "final test accuracy" in out and "side backward passes ran on the same loop" in out
+    assert re.search(r"event-loop lag during training .* p99 \d+\.\d+ ms", out)
+    trace, picture = tmp_path / "out" / "trace.json", tmp_path / "out" / "timeline.png"
+    assert str(trace) in out and str(picture) in out
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    tasks = {e["args"]["graph_task"] for e in events}
+    step = {e["args"]["graph_task"] for e in events if e["name"] == "NllLossBackward0"}
+    assert len(step) == 1 and len(tasks) >= 3  # the training step and both side tasks' passes
+    assert picture.read_bytes().startswith(b"\x89PNG")
+
+
+def test_demo_output_is_git_ignored():
+    ignored = (Path(__file__).resolve().parent.parent / ".gitignore").read_text().splitlines()
+    assert "demo-output/" in ignored
