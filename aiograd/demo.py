@@ -211,9 +211,13 @@ def write_profile(prof: ag.profiler.profile, out_dir: Path) -> tuple[Path, Path]
     trace, picture = out_dir / "trace.json", out_dir / "timeline.png"
     prof.export_chrome_trace(trace)
     fig = prof.timeline()
-    step = sorted({ev.graph_task for ev in prof.events if ev.name == "NllLossBackward0"})  # its loss
-    fig.suptitle(f"one training step (graph task {', '.join(map(str, step))}) "
-                 "among the side passes on the same event loop", fontsize=10)
+    step = {ev.graph_task for ev in prof.events if ev.name == "NllLossBackward0"}  # its loss
+    legend = fig.axes[0].get_legend()
+    for text in legend.get_texts() if legend is not None else ():
+        words = text.get_text().split()  # "graph task 3 (depth 0)"
+        if words[:2] == ["graph", "task"] and words[2].isdigit():
+            text.set_text(f"{'training step' if int(words[2]) in step else 'side pass'} (graph task {words[2]})")
+    fig.suptitle("one training step among the side passes on the same event loop", fontsize=10)
     fig.savefig(picture, dpi=90)
     return trace, picture
 
