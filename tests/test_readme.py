@@ -54,3 +54,18 @@ def test_the_readme_says_how_to_install_aiograd_into_a_project() -> None:
     readme = (ROOT / "README.md").read_text()
     assert re.search(r"pip install \S*aiograd\S* @ git\+", readme.replace('"', ""))
     assert re.search(r"pip install (-e )?/path/to/aiograd", readme)
+
+
+def test_the_readme_opens_with_the_commands_a_picture_the_example_and_links_to_notebooks_and_docs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    first_block = re.search(r"```\w*\n(.*?)```", readme, re.S)
+    assert first_block is not None and first_block.group(1).split() == ["make", "demo", "make", "test"]
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)
+    assert len(pictures) == 1
+    picture = ROOT / pictures[0]
+    assert picture.read_bytes().startswith(b"\x89PNG") and picture.stat().st_size < 100_000  # small
+    order = [readme.index(s) for s in ("make demo", pictures[0], "```python", "notebooks/01-quickstart.ipynb")]
+    assert order == sorted(order), "commands, picture, example, then the links"
+    notebooks = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+    assert notebooks and [n for n in notebooks if f"({n})" not in readme] == []
+    assert "(docs/README.md)" in readme
