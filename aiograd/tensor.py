@@ -4,8 +4,10 @@ Also the creation functions and the dtype rules: Python numbers become the
 default dtype (float32, as in torch), numpy arrays keep their dtype, and only
 floating tensors may require grad.
 
-Operations are not defined here: each family in ``aiograd.ops`` attaches its
-functions and Tensor methods, so this module stays about the data structure.
+Operations are not defined here: each family in ``aiograd.ops`` registers its ops
+in a table, from which ``aiograd.ops`` binds the Tensor methods and operators
+(NOTE [Op tables] in ops/_table.py), so this module stays about the data
+structure; type checkers see those methods through ``_tensor_methods.pyi``.
 """
 
 from __future__ import annotations
@@ -22,10 +24,13 @@ from .autograd import run_backward as _run_backward
 from .autograd.backward_call import BackwardCall
 from .autograd.backward_call import check_backward_awaited as _check_backward_awaited
 from .autograd.backward_call import pending as _backward_pending
+from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
 from .device import CPU, Device, DeviceLike
 
-if TYPE_CHECKING:
-    from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle
+if TYPE_CHECKING:  # the op tables' methods, for type checkers (NOTE [Typed Tensor] in ops/_stubgen.py)
+    from ._tensor_methods import TensorMethods as _TensorMethods
+else:
+    _TensorMethods = object
 
 __all__ = [
     "Tensor",
@@ -73,7 +78,7 @@ int64 = np.dtype("int64")
 uint8 = np.dtype("uint8")
 bool_ = np.dtype("bool")
 
-_default_dtype = float32
+_default_dtype: np.dtype = float32
 _rng = np.random.default_rng()
 
 DTypeLike = Union[np.dtype, type, str, None]
@@ -116,16 +121,7 @@ def _is_float_dtype(dtype: np.dtype) -> bool:
     return dtype.kind == "f" or dtype.kind == "c"
 
 
-class _VersionCounter:
-    """Counts in-place modifications; shared between a tensor and its views."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
-
-
-class Tensor:
+class Tensor(_TensorMethods):
     """A numpy array with autograd metadata.
 
     ``grad_fn`` is the node that made it (``None`` for a leaf); ``output_nr``
@@ -139,7 +135,7 @@ class Tensor:
         "grad_fn",
         "_output_nr",
         "_grad",
-        "_version_counter",
+        "_vc",
         "_device",
         "_grad_accumulator",
         "_hooks",
@@ -155,7 +151,7 @@ class Tensor:
     grad_fn: "Node | None"
     _output_nr: int
     _grad: "Tensor | None"
-    _version_counter: _VersionCounter
+    _vc: "VersionCounter | None"
     _device: Device
     _grad_accumulator: "weakref.ReferenceType[AccumulateGrad] | None"
     _hooks: "dict[int, Any] | None"
@@ -183,7 +179,7 @@ class Tensor:
     # ----- construction fast path used by ops ---------------------------------
     @classmethod
     def _wrap(cls, data: np.ndarray, device: Device = CPU) -> "Tensor":
-        t = object.__new__(cls)
+        t = _new_object(cls)
         _init_tensor(t, data, device)
         return t
 
@@ -224,8 +220,26 @@ class Tensor:
         return self._output_nr
 
     @property
+    def _version_counter(self) -> VersionCounter:
+        """The counter of in-place changes this tensor shares with its views.
+
+        NOTE [Lazy version counter]: most results of ops are never saved, viewed or
+        changed in place, so the counter is made when first asked for (``_vc`` is None
+        until then, which reads as version 0). Code on the per-op path reads ``_vc``.
+        """
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = VersionCounter()
+        return vc
+
+    @_version_counter.setter
+    def _version_counter(self, vc: VersionCounter) -> None:
+        self._vc = vc
+
+    @property
     def _version(self) -> int:
-        return self._version_counter.value
+        vc = self._vc
+        return 0 if vc is None else vc.value
 
     @property
     def requires_grad(self) -> bool:
@@ -293,12 +307,12 @@ class Tensor:
     @property
     def T(self) -> "Tensor":
         """Transpose of all dimensions (``permute`` reversed)."""
-        return self.permute(*reversed(range(self.ndim)))  # type: ignore[attr-defined]
+        return self.permute(*reversed(range(self.ndim)))
 
     @property
     def mT(self) -> "Tensor":
         """Transpose of the last two dimensions."""
-        return self.transpose(-2, -1)  # type: ignore[attr-defined]
+        return self.transpose(-2, -1)
 
     @property
     def name(self) -> str | None:
@@ -420,8 +434,6 @@ class Tensor:
 
     def _gradient_edge(self) -> "Edge":
         """The Edge (node, input_nr, shape, dtype) that receives this tensor's gradient."""
-        from .autograd.graph import Edge
-
         fn = self.grad_fn
         d = self._data
         if fn is not None:
@@ -431,16 +443,12 @@ class Tensor:
     def _get_grad_accumulator(self) -> "AccumulateGrad":
         acc = self._grad_accumulator() if self._grad_accumulator is not None else None
         if acc is None:
-            from .autograd.graph import AccumulateGrad
-
             acc = AccumulateGrad(self)
             self._grad_accumulator = weakref.ref(acc)
         return acc
 
     def register_hook(self, hook: Callable[["Tensor"], "Tensor | None"]) -> "RemovableHandle":
         """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a replacement."""
-        from .autograd.graph import RemovableHandle
-
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
@@ -452,8 +460,6 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> "RemovableHandle":
         """Call ``hook(tensor)`` after a gradient has been accumulated into this leaf's ``.grad``."""
-        from .autograd.graph import RemovableHandle
-
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self._requires_grad:
@@ -504,7 +510,7 @@ def _init_tensor(t: Tensor, data: np.ndarray, device: Device) -> None:
     t.grad_fn = None
     t._output_nr = 0
     t._grad = None
-    t._version_counter = _VersionCounter()
+    t._vc = None
     t._device = device
     t._grad_accumulator = None
     t._hooks = None
@@ -512,6 +518,16 @@ def _init_tensor(t: Tensor, data: np.ndarray, device: Device) -> None:
     t._retains_grad = False
     t._base = None
     t._name = None
+
+
+_new_object = object.__new__
+
+
+def new_tensor(data: np.ndarray, device: Device) -> Tensor:
+    """A new leaf holding ``data`` (an ndarray, not copied): the result of an op."""
+    t = _new_object(Tensor)
+    _init_tensor(t, data, device)
+    return t
 
 
 def _resolve_dtype(dtype: DTypeLike) -> np.dtype | None:

@@ -13,7 +13,6 @@ from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import aiograd as ag
 from aiograd._aio import run_sync
-from aiograd.ops.elementwise import erf_numpy
 
 _math_erf = np.vectorize(math.erf, otypes=[np.float64])
 
@@ -206,11 +205,18 @@ def test_erf_matches_math_erf_to_double_precision():
         np.linspace(-7, 7, 20001), np.geomspace(1e-300, 1, 400), -np.geomspace(1e-300, 1, 400),
         [0.0, -0.0, 0.46875, -0.46875, 4.0, -4.0, 5.9, 26.5, -27.0, 1e10, np.inf, -np.inf],
     ])
-    got = erf_numpy(x)
+    got = ag.erf(ag.tensor(x, dtype=ag.float64)).numpy()
     want = _math_erf(x)
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
-    assert np.isnan(erf_numpy(np.array([np.nan]))[0])
-    assert math.copysign(1.0, erf_numpy(np.array([-0.0]))[0]) == -1.0
+    assert np.isnan(ag.erf(ag.tensor([np.nan], dtype=ag.float64)).item())
+    assert math.copysign(1.0, ag.erf(ag.tensor([-0.0], dtype=ag.float64)).item()) == -1.0
+
+
+def test_erf_keeps_float32_and_float16():
+    for dt in (ag.float32, ag.float16):
+        x = ag.tensor([-1.0, 0.25, 2.0], dtype=dt)
+        assert ag.erf(x).dtype == dt
+        assert ag.gelu(x).dtype == dt
 
 
 def test_large_inputs_are_stable_without_warnings():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,22 @@ TENSOR_METHODS = (
 NN_FUNCTIONAL = "linear softmax log_softmax cross_entropy nll_loss mse_loss dropout conv2d max_pool2d".split()
 NN = "Module Parameter Linear Sequential ReLU Conv2d".split()
 OPTIM = "SGD Adam".split()
+
+
+ALL_SNAPSHOT = Path(__file__).parent / "snapshots" / "aiograd_all.txt"
+
+
+def test_all_matches_the_snapshot() -> None:
+    """The public surface changes only on purpose: a new op's row adds its name to ``aiograd.__all__``,
+    and this snapshot (one name a line, sorted) says so in review."""
+    want = ALL_SNAPSHOT.read_text().split()
+    got = sorted(ag.__all__)
+    added, removed = sorted(set(got) - set(want)), sorted(set(want) - set(got))
+    assert not added and not removed, (
+        f"aiograd.__all__ changed: new {added}, gone {removed}. If that is intended, add (remove) those lines "
+        f"in {ALL_SNAPSHOT.relative_to(Path(__file__).parent.parent)}, keeping it sorted."
+    )
+    assert want == sorted(want), "keep the snapshot sorted"
 
 
 def test_every_name_in_all_exists() -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from ..tensor import Tensor, _generator
 from . import grad_mode as _gm
@@ -160,11 +160,17 @@ class _CheckpointFunction(Function):
 # ----- non-reentrant (NOTE [Non-reentrant checkpoint]) -------------------------------
 
 
+SavedRun = Optional[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]]
+
+
 class CheckpointBackward(Node):
     """The backward of a non-reentrant checkpoint: recompute, then a nested capturing pass."""
 
     __slots__ = ("run", "rng_state", "out_positions", "boundary")
-    _saved_fields = ("run",)
+    run: SavedRun  # (function, args, kwargs), released after the pass like saved tensors
+    rng_state: Any
+    out_positions: list[int]
+    boundary: tuple[Edge, ...]
     _runs_on_undefined = False
     # Its apply returns a coroutine (it awaits a nested pass on the loop): never a device thread's
     # job, and the engine awaits it only on the path of nodes that may not leave the loop.
@@ -334,14 +340,10 @@ def _checkpoint_non_reentrant(
         t = Tensor._wrap(o._data, o._device)
         final[i] = t
         new_outs.append(t)
-    node = CheckpointBackward()
+    node = CheckpointBackward((function, args, kwargs), rng_state, diff, tuple(boundary))
     record(node, (), new_outs)
     node.next_edges = list(boundary)
-    node.boundary = tuple(boundary)
     node.topological_nr = 1 + max((e[0].topological_nr for e in boundary), default=-1)
-    node.run = (function, args, kwargs)
-    node.rng_state = rng_state
-    node.out_positions = diff
     if not is_seq:
         return final[0]
     return type(raw)(final) if isinstance(raw, (tuple, list)) else tuple(final)

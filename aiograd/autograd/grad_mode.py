@@ -39,6 +39,11 @@ _anomaly: contextvars.ContextVar[tuple[bool, bool]] = contextvars.ContextVar(
 
 is_grad_enabled_fast = _grad_enabled.get
 
+# Whether any context ever turned anomaly mode on: until then recording an op skips
+# reading _anomaly (graph.py NOTE [Cheap recording]). Never reset: a task may still
+# run in a copy of a context that had it on.
+anomaly_seen = [False]
+
 
 def reset_context_var(var: contextvars.ContextVar[Any], token: contextvars.Token[Any]) -> None:
     """``var.reset(token)``, or nothing when running in another context than ``token``'s.
@@ -251,6 +256,7 @@ class detect_anomaly(_ContextMode):
         return detect_anomaly(self._check_nan)
 
     def __enter__(self) -> None:
+        anomaly_seen[0] = True
         self._tokens.append(_anomaly.set((True, self._check_nan)))
 
     def __exit__(self, *exc: object) -> None:
@@ -263,6 +269,8 @@ class set_detect_anomaly(_ContextMode):
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         super().__init__()
         self._value = (bool(mode), check_nan)
+        if mode:
+            anomaly_seen[0] = True
         self._prev = _anomaly.get()
         _anomaly.set(self._value)
 

@@ -19,12 +19,13 @@ GraphTask, so two passes over one retained graph never see each other.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import threading
 import traceback
 import weakref
 from sys import getrefcount
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -32,11 +33,19 @@ from ..device import CPU, Device
 from . import grad_mode as _gm
 
 if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+
     from ..tensor import Tensor
+else:
+
+    def dataclass_transform(**kwargs: Any) -> Callable[[type], type]:
+        """Only for type checkers (NOTE [Typed nodes]): at run time the class is unchanged."""
+        return lambda cls: cls
 
 __all__ = [
     "Node",
     "Edge",
+    "VersionCounter",
     "InputMetadata",
     "AccumulateGrad",
     "GraphRoot",
@@ -51,6 +60,13 @@ __all__ = [
     "save_output",
     "unpack",
     "MAX_SEQUENCE_NR",
+    "edge_to",
+    "link",
+    "link_one",
+    "Saved",
+    "SavedOperand",
+    "SavedTensor",
+    "Shape",
 ]
 
 MAX_SEQUENCE_NR = (1 << 62) - 1
@@ -64,6 +80,16 @@ _FREED = (
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward."
 )
+
+
+#: A saved tensor (NOTE [Saved tensors]): (array, version counter, version at save,
+#: grad_fn, output_nr, leaf, device, is_output).
+SavedTensor = tuple[Any, ...]
+#: A Node field holding a saved tensor; None once released (NOTE [Typed nodes]).
+Saved = Union[SavedTensor, None]
+#: A Node field holding a saved tensor or the Python number an operand was.
+SavedOperand = Union[SavedTensor, bool, int, float, complex, None]
+Shape = tuple[int, ...]
 
 
 class Edge(NamedTuple):
@@ -88,6 +114,16 @@ class InputMetadata(NamedTuple):
     device: Device
 
 
+class VersionCounter:
+    """Counts in-place modifications; shared between a tensor and its views, and read by
+    saved tensors (NOTE [Saved tensors]) to detect a change after they were saved."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
 class RemovableHandle:
     """Returned by hook registrations; ``remove()`` unregisters the hook."""
 
@@ -109,11 +145,81 @@ class RemovableHandle:
         self.remove()
 
 
+_NODE_INIT = """\
+    self.next_edges = []
+    self.sequence_nr = next_sequence_nr()
+    self.topological_nr = 0
+    self._input_metadata = None
+    self._shape_dtype = None
+    self.n_inputs = 0
+    self.device = CPU
+    self._pre_hooks = None
+    self._tensor_pre_hooks = None
+    self._retains_grad_hooks = None
+    self._post_hooks = None
+    self._metadata = None
+    self._forward_trace = None
+    self._hooked = False
+    self.work = 0
+"""
+# _hooked: any hook at all (the hot loop checks this one flag); work: the size of the
+# backward's work (elements, or flops), read by the offload policy.
+
+def _compile(signature: str, body: str) -> Any:
+    """A function ``def <signature>:`` with ``body``, compiled in this module's namespace."""
+    ns: dict[str, Any] = {}
+    exec(f"def {signature}:\n{body or '    pass'}\n", globals(), ns)
+    return next(iter(ns.values()))
+
+
+_init_node = _compile("_init_node(self)", _NODE_INIT)
+
+
+def _declared_fields(cls: type) -> list[tuple[str, Any]]:
+    """(name, annotation) of the fields ``cls`` itself declares (NOTE [Typed nodes])."""
+    if "__slots__" not in cls.__dict__:
+        return []
+    slots = cls.__dict__["__slots__"]
+    slots = (slots,) if isinstance(slots, str) else tuple(slots)
+    own = []
+    for name, ann in inspect.get_annotations(cls).items():
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+        if text.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        if name not in slots:
+            raise TypeError(f"{cls.__name__} declares the field {name!r} but not in __slots__: add it there")
+        own.append((name, text))
+    return own
+
+
+def _is_saved(annotation: str) -> bool:
+    return annotation.startswith("Saved")
+
+
+# NOTE [Typed nodes]: a Node subclass declares what its backward needs as class
+# annotations beside ``__slots__``:
+#
+#     class MulBackward0(Node):
+#         __slots__ = ("a", "b", "a_shape", "b_shape")
+#         a: SavedOperand        # a saved tensor or a Python number: released after backward
+#         b: SavedOperand
+#         a_shape: Shape         # anything else is kept with the graph
+#         b_shape: Shape
+#
+# ``Node.__init_subclass__`` reads the annotations (parents' fields first) and compiles
+# (1) a constructor taking the fields in order, ``MulBackward0(a, b, a_shape, b_shape)``,
+# straight-line so recording an op stays one cheap line, and (2) ``release_variables``
+# clearing the fields whose annotation names a ``Saved*`` type. mypy sees the same
+# constructor through ``dataclass_transform``. A class that defines ``__init__`` keeps it;
+# a class without ``__slots__`` of its own (with a ``__dict__``) declares no fields.
+
+
+@dataclass_transform(eq_default=False)
 class Node:
     """The backward of one recorded op.
 
-    Subclasses implement ``apply``; those that keep tensors for backward
-    implement ``release_variables`` and set ``_saves = True``.
+    Subclasses implement ``apply`` and declare their fields as annotations
+    (NOTE [Typed nodes]); fields typed ``Saved*`` are released after a pass.
     """
 
     __slots__ = (
@@ -121,6 +227,7 @@ class Node:
         "sequence_nr",
         "topological_nr",
         "_input_metadata",
+        "_shape_dtype",
         "n_inputs",
         "device",
         "_pre_hooks",
@@ -137,7 +244,8 @@ class Node:
     next_edges: "list[Edge | None]"
     sequence_nr: int
     topological_nr: int
-    _input_metadata: "list[InputMetadata]"
+    _input_metadata: "list[InputMetadata] | None"
+    _shape_dtype: "tuple[Any, ...]"
     n_inputs: int
     device: Device
     _pre_hooks: "dict[int, Any] | None"
@@ -149,30 +257,34 @@ class Node:
     _hooked: bool
     work: int
 
-    _saves = False  # whether release_variables has anything to release
-    _saved_fields: tuple[str, ...] = ()  # slots holding saved tensors, cleared by release_variables
-    _runs_on_undefined = False  # whether apply runs when every incoming gradient is None
-    _offloadable = True  # whether apply may run on a device thread (pure numpy rules)
+    _saves: ClassVar[bool] = False  # whether release_variables has anything to release
+    _saved_fields: ClassVar[tuple[str, ...]] = ()  # fields holding saved tensors (NOTE [Typed nodes])
+    _fields: ClassVar[tuple[str, ...]] = ()  # the constructor's parameters, in order
+    _runs_on_undefined: ClassVar[bool] = False  # whether apply runs when every incoming gradient is None
+    _offloadable: ClassVar[bool] = True  # whether apply may run on a device thread (pure numpy rules)
 
     def __init__(self) -> None:
-        self.next_edges = []
-        self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.input_metadata = []
-        self.device = CPU
-        self._pre_hooks = None
-        self._tensor_pre_hooks = None
-        self._retains_grad_hooks = None
-        self._post_hooks = None
-        self._metadata = None
-        self._forward_trace = None
-        self._hooked = False  # any hook at all: the hot loop checks this one flag
-        self.work = 0  # size of the backward's work (elements, or flops): read by the offload policy
+        _init_node(self)
 
     @property
     def input_metadata(self) -> list[InputMetadata]:
-        """Shape, dtype and device of the gradient expected at each input of this node."""
-        return self._input_metadata
+        """Shape, dtype and device of the gradient expected at each input of this node.
+
+        A node recorded by ``link`` keeps no list: its one output has the shape and dtype
+        of the tensor its first edge leads to, or those in ``_shape_dtype`` when they
+        differ (NOTE [Cheap recording]), and the node's device; the list is built when
+        first asked for.
+        """
+        metas = self._input_metadata
+        if metas is None:
+            sd = self._shape_dtype
+            if sd is None:
+                e = next((e for e in self.next_edges if e is not None), None)
+                if e is None:
+                    return []
+                sd = (e[2], e[3])
+            metas = self._input_metadata = [InputMetadata(sd[0], sd[1], self.device)]
+        return metas
 
     @input_metadata.setter
     def input_metadata(self, metas: list[InputMetadata]) -> None:
@@ -194,14 +306,23 @@ class Node:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        fields = cls.__dict__.get("_saved_fields")
-        if fields and "release_variables" not in cls.__dict__:
+        own = _declared_fields(cls)
+        saved = tuple(name for name, ann in own if _is_saved(ann))
+        if saved:
+            cls._saved_fields = cls._saved_fields + saved
+        if own:
+            cls._fields = cls._fields + tuple(name for name, _ in own)
+            if "__init__" not in cls.__dict__:
+                cls.__init__ = _compile(  # type: ignore[method-assign]
+                    f"__init__(self, {', '.join(cls._fields)})",
+                    _NODE_INIT + "".join(f"    self.{f} = {f}\n" for f in cls._fields),
+                )
+        if cls._saved_fields and "release_variables" not in cls.__dict__:
             cls._saves = True
             # A straight-line release per class: a setattr loop costs ~1 us per node.
-            body = "".join(f"    self.{f} = None\n" for f in fields)
-            ns: dict[str, Any] = {}
-            exec(f"def release_variables(self):\n{body}", ns)
-            cls.release_variables = ns["release_variables"]  # type: ignore[method-assign]
+            cls.release_variables = _compile(  # type: ignore[method-assign]
+                "release_variables(self)", "".join(f"    self.{f} = None\n" for f in cls._saved_fields)
+            )
 
     # ----- introspection ----------------------------------------------------------
     def name(self) -> str:
@@ -392,6 +513,80 @@ class GraphRoot(Node):
 
 _new_edge = tuple.__new__  # builds an Edge without NamedTuple's Python-level __new__
 
+# NOTE [Cheap recording]: an op on small arrays spends most of its time outside numpy,
+# and in a long forward a large part of that (about 40% of a (4,)-element op in a
+# 20,000-op chain) is the garbage collector walking what each op leaves behind: every
+# container object that survives is visited by the young and the full collections.
+# So an op records with as few surviving objects as it can:
+# the node, its edge list and one Edge per differentiable input. Its output needs no
+# InputMetadata: the shape and dtype it has are most often those of the tensor its
+# first edge leads to, which the Edge tuple already holds; ``_shape_dtype`` is set only
+# when they differ, and ``Node.input_metadata`` builds the list only when asked (hooks,
+# error paths). The anomaly context is read only once some anomaly mode was ever entered.
+# (No ``__getattr__`` on Node for defaults: it makes every attribute read of every node,
+# the engine's included, about three times slower.)
+
+
+def edge_to(x: "Tensor") -> Edge:
+    """The edge that carries the gradient of ``x`` (a tensor that requires grad)."""
+    d = x._data
+    fn = x.grad_fn
+    if fn is None:
+        return _new_edge(Edge, (x._get_grad_accumulator(), 0, d.shape, d.dtype))
+    return _new_edge(Edge, (fn, x._output_nr, d.shape, d.dtype))
+
+
+def link(node: Node, edges: "list[Edge | None]", out: "Tensor") -> None:
+    """Make ``node`` (whose inputs' edges are ``edges``, one at least) the ``grad_fn`` of the op's
+    one output ``out``."""
+    topo = 0
+    first = None
+    for e in edges:
+        if e is not None:
+            if first is None:
+                first = e
+            t = e[0].topological_nr
+            if t >= topo:
+                topo = t + 1
+    node.next_edges = edges
+    node.topological_nr = topo
+    d = out._data
+    shape = d.shape
+    dtype = d.dtype
+    if first is None or dtype is not first[3] or shape != first[2]:
+        node._shape_dtype = (shape, dtype)
+    node.n_inputs = 1
+    node.device = out._device
+    node.work = d.size
+    out.grad_fn = node
+    out._requires_grad = True
+    if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+        node._forward_trace = traceback.format_stack()[:-2]
+
+
+def link_one(node: Node, x: "Tensor", out: "Tensor") -> None:
+    """``link(node, [edge_to(x)], out)`` in one call: the op has one input, ``x``, which requires grad."""
+    d = x._data
+    fn = x.grad_fn
+    shape = d.shape
+    dtype = d.dtype
+    if fn is None:
+        fn = x._get_grad_accumulator()
+        node.next_edges = [_new_edge(Edge, (fn, 0, shape, dtype))]
+    else:
+        node.next_edges = [_new_edge(Edge, (fn, x._output_nr, shape, dtype))]
+    node.topological_nr = fn.topological_nr + 1
+    od = out._data
+    if od.dtype is not dtype or od.shape != shape:
+        node._shape_dtype = (od.shape, od.dtype)
+    node.n_inputs = 1
+    node.device = out._device
+    node.work = od.size
+    out.grad_fn = node
+    out._requires_grad = True
+    if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+        node._forward_trace = traceback.format_stack()[:-2]
+
 
 def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> None:
     """Link ``node`` into the graph: edges to each input that requires grad, and
@@ -399,25 +594,20 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
 
     ``inputs`` may hold non-tensors (constants), which get no edge (``None``).
     """
-    from ..tensor import Tensor
-
     edges: list[Edge | None] = []
     topo = 0
     device = None
     for x in inputs:
-        if x.__class__ is Tensor or isinstance(x, Tensor):
+        rg = getattr(x, "_requires_grad", None)  # None: not a tensor
+        if rg is not None:
             if device is None:
                 device = x._device
-            if x._requires_grad:
-                fn = x.grad_fn
-                d = x._data
-                if fn is None:
-                    fn = x._get_grad_accumulator()
-                    edges.append(_new_edge(Edge, (fn, 0, d.shape, d.dtype)))
-                else:
-                    edges.append(_new_edge(Edge, (fn, x._output_nr, d.shape, d.dtype)))
-                if fn.topological_nr >= topo:
-                    topo = fn.topological_nr + 1
+            if rg:
+                e = edge_to(x)
+                edges.append(e)
+                t = e[0].topological_nr
+                if t >= topo:
+                    topo = t + 1
                 continue
         edges.append(None)
     node.next_edges = edges
@@ -435,21 +625,8 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
         metas.append(InputMetadata(d.shape, d.dtype, out._device))
     node.input_metadata = metas
     node.work = work
-    anomaly = _gm._anomaly.get()
-    if anomaly[0]:
+    if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
         node._forward_trace = traceback.format_stack()[:-2]
-
-
-def needs_grad(*inputs: Any) -> bool:
-    """Whether an op on ``inputs`` must record a node (grad mode on and some input requires grad)."""
-    from ..tensor import Tensor
-
-    if not _gm.is_grad_enabled_fast():
-        return False
-    for x in inputs:
-        if isinstance(x, Tensor) and x._requires_grad:
-            return True
-    return False
 
 
 # ----- saved tensors -----------------------------------------------------------------
@@ -464,17 +641,21 @@ def needs_grad(*inputs: Any) -> bool:
 # the unpacking node).
 
 
-def save(t: "Tensor") -> tuple[Any, ...]:
+def save(t: "Tensor") -> SavedTensor:
     """Remember an input tensor for backward, with its version for the in-place check."""
-    vc = t._version_counter
+    vc = t._vc
+    if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
+        vc = t._vc = VersionCounter()
     fn = t.grad_fn
     leaf = t if (fn is None and t._requires_grad) else None
     return (t._data, vc, vc.value, fn, t._output_nr, leaf, t._device, False)
 
 
-def save_output(t: "Tensor") -> tuple[Any, ...]:
+def save_output(t: "Tensor") -> SavedTensor:
     """Remember an op's own output for backward (call after ``record``)."""
-    vc = t._version_counter
+    vc = t._vc
+    if vc is None:
+        vc = t._vc = VersionCounter()
     return (t._data, vc, vc.value, None, t._output_nr, None, t._device, True)
 
 

@@ -26,6 +26,8 @@ __all__ = [
     "embedding", "layer_norm",
 ]
 
+# The public functions check their Tensor arguments (NOTE [Operands] in ops/_common.py): the
+# ops' public forms do, and each function defined here is decorated with ``_checked``.
 relu = _ew.relu
 tanh = _ew.tanh
 sigmoid = _ew.sigmoid
@@ -34,6 +36,7 @@ max_pool2d = _nn.max_pool2d
 layer_norm = _nn.layer_norm
 
 
+@_checked
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit (``approximate='tanh'`` for the tanh form); from aiograd.ops.elementwise."""
     fn = getattr(_ew, "gelu", None)
@@ -42,6 +45,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return fn(input, approximate=approximate)
 
 
+@_checked
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta`` (linear above ``threshold``); from aiograd.ops.elementwise."""
     fn = getattr(_ew, "softplus", None)
@@ -50,6 +54,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return fn(input, beta=beta, threshold=threshold)
 
 
+@_checked
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``."""
     out = matmul(input, weight.T if weight.ndim == 2 else weight)
@@ -67,6 +72,7 @@ def _get_softmax_dim(name: str, ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
+@_checked
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """Softmax along ``dim``."""
     if dim is None:
@@ -74,6 +80,7 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     return _nn.softmax(input, dim, dtype=dtype)
 
 
+@_checked
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     """Log of softmax along ``dim``, computed stably."""
     if dim is None:
@@ -81,6 +88,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
     return _nn.log_softmax(input, dim, dtype=dtype)
 
 
+@_checked
 def nll_loss(
     input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
     ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
@@ -108,6 +116,7 @@ def _class_weight_view(weight: Tensor, ndim: int) -> Tensor:
     return weight
 
 
+@_checked
 def cross_entropy(
     input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
     ignore_index: int = -100, reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0,
@@ -205,6 +214,7 @@ def _warn_size(input: Tensor, target: Any) -> None:
         )
 
 
+@_checked
 def mse_loss(
     input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
 ) -> Tensor:
@@ -215,6 +225,7 @@ def mse_loss(
     return _reduce(diff * diff, reduction)
 
 
+@_checked
 def l1_loss(
     input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
 ) -> Tensor:
@@ -224,6 +235,7 @@ def l1_loss(
     return _reduce((input - target).abs(), reduction)  # type: ignore[attr-defined,operator]
 
 
+@_checked
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     """Zero elements with probability ``p`` and scale the rest by ``1/(1-p)`` while training."""
     if inplace:
@@ -231,6 +243,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     return _nn.dropout(input, p, training)
 
 
+@_checked
 def embedding(
     input: Any, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
     norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False,
@@ -239,9 +252,3 @@ def embedding(
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
     return _nn.embedding(input, weight, padding_idx)
-
-
-# The public functions check their Tensor arguments (NOTE [Operands] in ops/_common.py).
-for _name in __all__:
-    globals()[_name] = _checked(globals()[_name])
-del _name

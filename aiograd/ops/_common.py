@@ -1,12 +1,12 @@
-"""What every op family shares: attaching Tensor methods, operand coercion,
-device checks, dtype promotion, and numpy's dispatch protocols.
+"""What every op family's forward shares: the grad-mode check, operand coercion and
+checks, device checks, and making the result tensor.
 
 NOTE [One rule for both modes]: backward rules are written with numpy
 operators and functions (``g * np.cos(x)``). In an ordinary pass ``g`` and
 the saved values are ndarrays and the rule runs as plain numpy. In a pass
 with ``create_graph=True`` they are Tensors; numpy then hands ``np.cos(x)``
-to ``Tensor.__array_ufunc__`` and ``np.sum(x)`` to ``Tensor.__array_function__``,
-which call the differentiable aiograd op, so the same rule records a graph
+to ``Tensor.__array_ufunc__`` and ``np.sum(x)`` to ``Tensor.__array_function__``
+(bound from the op tables, _table.py), which call the differentiable aiograd op, so the same rule records a graph
 and higher-order gradients need no second implementation.
 """
 
@@ -17,14 +17,11 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from ..autograd.graph import needs_grad, record
+from ..autograd import grad_mode as _gm
 from ..device import Device
-from ..tensor import Tensor, get_default_dtype
+from ..tensor import Tensor, get_default_dtype, new_tensor
 
 __all__ = [
-    "tensor_method",
-    "implements_ufunc",
-    "implements_function",
     "as_tensor_operand",
     "is_operand",
     "operand_error",
@@ -36,70 +33,22 @@ __all__ = [
     "wrap",
     "promote_float",
     "needs_grad",
-    "record",
+    "grad_enabled",
     "graph_mode",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_UFUNCS: dict[Any, Callable[..., Any]] = {}
-_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
+#: whether the current context records ops (a contextvar read: the one per-op context lookup)
+grad_enabled = _gm.is_grad_enabled_fast
 
 
-def tensor_method(*names: str) -> Callable[[F], F]:
-    """Attach the decorated function to Tensor under ``names`` (default: its own name)."""
-
-    def deco(fn: F) -> F:
-        for name in names or (fn.__name__,):
-            setattr(Tensor, name, fn)
-        return fn
-
-    return deco
-
-
-def implements_ufunc(*ufuncs: Any) -> Callable[[F], F]:
-    """Route ``ufunc(tensor, ...)`` to the decorated aiograd function."""
-
-    def deco(fn: F) -> F:
-        for u in ufuncs:
-            _UFUNCS[u] = fn
-        return fn
-
-    return deco
-
-
-def implements_function(*funcs: Any) -> Callable[[F], F]:
-    """Route ``np.func(tensor, ...)`` to the decorated aiograd function."""
-
-    def deco(fn: F) -> F:
-        for f in funcs:
-            _FUNCTIONS[f] = fn
-        return fn
-
-    return deco
-
-
-def _array_ufunc(self: Tensor, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    if method != "__call__" or kwargs.get("out") is not None:
-        return NotImplemented
-    fn = _UFUNCS.get(ufunc)
-    if fn is None:
-        return NotImplemented
-    kwargs.pop("out", None)
-    if kwargs:
-        return NotImplemented
-    return fn(*inputs)
-
-
-def _array_function(self: Tensor, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-    fn = _FUNCTIONS.get(func)
-    if fn is None:
-        return NotImplemented
-    return fn(*args, **kwargs)
-
-
-Tensor.__array_ufunc__ = _array_ufunc  # type: ignore[attr-defined]
-Tensor.__array_function__ = _array_function  # type: ignore[attr-defined]
+def needs_grad(*inputs: Any) -> bool:
+    """Whether an op on ``inputs`` must record a node (grad mode on and some input requires grad)."""
+    for x in inputs:
+        if isinstance(x, Tensor) and x._requires_grad:
+            return grad_enabled()
+    return False
 
 
 def graph_mode(g: Any) -> bool:
@@ -116,15 +65,19 @@ def graph_mode(g: Any) -> bool:
 # sees it. The rule is applied once per kind of entry point, not per op:
 # * ``checked`` wraps each public function (``ag.exp``, ``ag.sum``,
 #   ``F.cross_entropy``): every parameter annotated ``Tensor`` (or
-#   ``Tensor | None``) must get one. Tensor methods need no check on ``self``.
+#   ``Tensor | None``) must get one. The op tables apply it to every exported op
+#   (its ``public`` form, NOTE [Op tables]); Tensor methods need no check on
+#   ``self``. An op made by a pointwise template checks its operands itself, on
+#   its slow path (``checks_operands``), so its public form is the op itself.
 # * ``as_tensor_operand``/``check_operand``: the operands of binary ops
 #   (``_prep`` in elementwise.py), which may also be numbers (aiograd accepts
 #   ``ag.sub(1.0, x)``, torch only a Tensor first), so method forms
 #   (``x.add(None)``) are checked too; in-place ops check theirs in
 #   ``_inplace`` (inplace.py), written values in ``_values`` (index.py).
-# * ``dunder``: the operators return NotImplemented for a non-operand, so
-#   Python raises its own "unsupported operand type(s) for +: 'Tensor' and
-#   'str'" (as torch) and ``x == None`` is False.
+# * ``dunder``: the binary operators return NotImplemented for a non-operand,
+#   so Python raises its own "unsupported operand type(s) for +: 'Tensor' and
+#   'str'" (as torch) and ``x == None`` is False (the op tables bind every
+#   binary operator through it).
 # Integer arguments (sizes, dims) have their own single check, ``int_tuple`` and
 # ``_wrap_dim`` in shape.py.
 
@@ -209,6 +162,8 @@ def checked(fn: F) -> F:
     Python call more, not an ``*args``/``**kwargs`` repack. Functions with no such
     parameter are returned unchanged.
     """
+    if getattr(fn, "checks_operands", False):  # an op that checks its own (the pointwise templates')
+        return fn
     sig = inspect.signature(fn)
     params: list[str] = []
     call: list[str] = []
@@ -317,4 +272,4 @@ def wrap(arr: Any, device: Device) -> Tensor:
     """A new Tensor for an op's result (numpy scalars become 0-d arrays)."""
     if arr.__class__ is not np.ndarray:
         arr = np.asarray(arr)
-    return Tensor._wrap(arr, device)
+    return new_tensor(arr, device)

@@ -7,12 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node
+from ..autograd.graph import Node, link_one, record
 from ..device import Device
-from ..tensor import Tensor, _resolve_dtype
-from ._common import needs_grad, record, tensor_method
+from ..tensor import Tensor, _resolve_dtype, new_tensor
+from ._common import grad_enabled, needs_grad
+from ._table import OpTable
 
-__all__ = ["clone", "to"]
+CONVERT = OpTable("convert")
 
 
 class CloneBackward0(Node):
@@ -22,21 +23,23 @@ class CloneBackward0(Node):
         return (grads[0],)
 
 
+@CONVERT.op(nodes=(CloneBackward0,))
 def clone(input: Tensor) -> Tensor:
     """A copy with its own storage, differentiable (gradient passes through)."""
-    out = Tensor._wrap(input._data.copy(), input._device)
-    if needs_grad(input):
-        record(CloneBackward0(), (input,), (out,))
+    out = new_tensor(input._data.copy(), input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(CloneBackward0(), input, out)
     return out
 
 
+@CONVERT.op(nodes=(CloneBackward0,), export=False)
 def contiguous(input: Tensor) -> Tensor:
     """``input`` itself when its memory is in C order, else a C-ordered copy (CloneBackward0, as torch)."""
     if input._data.flags.c_contiguous:
         return input
-    out = Tensor._wrap(np.ascontiguousarray(input._data), input._device)
-    if needs_grad(input):
-        record(CloneBackward0(), (input,), (out,))
+    out = new_tensor(np.ascontiguousarray(input._data), input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(CloneBackward0(), input, out)
     return out
 
 
@@ -44,11 +47,13 @@ class ToCopyBackward0(Node):
     """Gradient of a dtype/device change: cast (and move) it back to the source."""
 
     __slots__ = ("src_dtype", "src_device")
+    src_dtype: np.dtype
+    src_device: Device
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         if isinstance(g, Tensor):
-            return (g.to(device=self.src_device, dtype=self.src_dtype),)
+            return (to(g, device=self.src_device, dtype=self.src_dtype),)
         return (g.astype(self.src_dtype, copy=False),)
 
 
@@ -83,6 +88,7 @@ def _parse_to_args(args: tuple[Any, ...]) -> tuple[Any, Any, list[Any]]:
     return dtype, device, rest
 
 
+@CONVERT.op(nodes=(ToCopyBackward0,))
 def to(input: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False, non_blocking: bool = False) -> Tensor:
     """Convert to another dtype and/or device, in torch's forms: ``t.to("cpu:1")``, ``t.to(ag.float64)``,
     ``t.to(other)``, each optionally followed by ``non_blocking`` and ``copy`` (a copy even if nothing changes)."""
@@ -92,43 +98,43 @@ def to(input: Tensor, *args: Any, dtype: Any = None, device: Any = None, copy: b
         device = device_arg if device_arg is not None else device
         if len(flags) > 1:
             copy = flags[1]
-    new_dtype = _resolve_dtype(dtype) if dtype is not None else input._data.dtype
+    new_dtype = _resolve_dtype(dtype) or input._data.dtype
     new_device = Device(device) if device is not None else input._device
     if new_dtype == input._data.dtype and new_device is input._device and not copy:
         return input
-    arr = input._data.astype(new_dtype, copy=True)
-    out = Tensor._wrap(arr, new_device)
+    out = new_tensor(input._data.astype(new_dtype, copy=True), new_device)
     if new_dtype.kind in "fc" and needs_grad(input):
-        node = ToCopyBackward0()
-        node.src_dtype = input._data.dtype
-        node.src_device = input._device
+        node = ToCopyBackward0(input._data.dtype, input._device)
         record(node, (input,), (out,))
         node.device = new_device  # the gradient arrives on the new device
     return out
 
 
-def _cast(dtype: Any) -> Any:
-    def method(self: Tensor) -> Tensor:
+def _cast_to(name: str, dtype: Any) -> Any:
+    def cast(self: Tensor) -> Tensor:
         return to(self, dtype)
 
-    return method
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = f"``self.to({np.dtype(dtype).name})``."
+    return cast
 
 
-tensor_method("clone")(clone)
-tensor_method("contiguous")(contiguous)
-tensor_method("to")(to)
-for _name, _dt in {"float": np.float32, "double": np.float64, "half": np.float16, "long": np.int64,
-                   "int": np.int32, "bool": np.bool_}.items():
-    setattr(Tensor, _name, _cast(_dt))
+for _name, _dtype in (("float", np.float32), ("double", np.float64), ("half", np.float16), ("long", np.int64),
+                      ("int", np.int32), ("bool", np.bool_)):
+    # a cast to an integer or bool dtype has no gradient (as torch)
+    CONVERT.op(nodes=(ToCopyBackward0,) if np.dtype(_dtype).kind == "f" else (), export=False)(_cast_to(_name, _dtype))
 
 
-def _type_as(self: Tensor, other: Tensor) -> Tensor:
+@CONVERT.op(nodes=(ToCopyBackward0,), export=False)
+def type_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.to(other.dtype)``."""
     return to(self, other.dtype)
 
 
-def _cpu(self: Tensor) -> Tensor:
+@CONVERT.op(nodes=(ToCopyBackward0,), export=False)
+def cpu(self: Tensor) -> Tensor:
+    """``self.to("cpu")``."""
     return to(self, "cpu")
 
 
-Tensor.type_as = _type_as  # type: ignore[attr-defined]
-Tensor.cpu = _cpu  # type: ignore[attr-defined]
+__all__ = CONVERT.exports(__name__)

@@ -30,25 +30,15 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, sum_to
-from ..tensor import Tensor, _to_array
-from ._common import (
-    broadcast_shapes,
-    check_operand,
-    implements_function,
-    is_operand,
-    needs_grad,
-    operand_error,
-    record,
-    tensor_method,
-)
+from ..autograd.graph import Node, Shape, link_one, record, sum_to
+from ..tensor import Tensor, _to_array, new_tensor
+from ._common import broadcast_shapes, check_operand, grad_enabled, is_operand, needs_grad, operand_error
+from ._table import OpTable
 from .nn import _torch_dtype_name
-from .shape import _wrap_dim, make_view
+from .shape import _wrap_dim, make_view, reshape
 
-__all__ = [
-    "index_put", "gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
-    "take_along_dim", "nonzero", "masked_select",
-]
+INDEX = OpTable("index")
+Index = tuple[Any, ...]  # a normalized numpy index tuple
 
 
 # ----- index normalization -------------------------------------------------------------
@@ -115,6 +105,8 @@ class IndexBackward0(Node):
     """Gradient of reading ``x[index]``: scatter-add into zeros of x's shape."""
 
     __slots__ = ("index", "in_shape")
+    index: Index
+    in_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -161,12 +153,13 @@ class SelectBackward0(SliceBackward0):
     __slots__ = ()
 
 
-def _record_read(node: Node, input: Tensor, index: tuple[Any, ...], out: Tensor) -> None:
-    node.index = index  # type: ignore[attr-defined]
-    node.in_shape = input._data.shape  # type: ignore[attr-defined]
-    record(node, (input,), (out,))
+def _record_read(node_cls: type[IndexBackward0], input: Tensor, index: tuple[Any, ...], out: Tensor) -> None:
+    if input._requires_grad and grad_enabled():
+        link_one(node_cls(index, input._data.shape), input, out)
 
 
+@INDEX.op(name="__getitem__", nodes=(IndexBackward0, SliceBackward0, SelectBackward0), method=False,
+          operators=("__getitem__",), export=False)
 def getitem(input: Tensor, index: Any) -> Tensor:
     """``input[index]`` as numpy indexes: a view for basic indexing (ints, slices with any
     step, None, Ellipsis), a copy for advanced indexing (integer/boolean arrays or tensors)."""
@@ -174,15 +167,13 @@ def getitem(input: Tensor, index: Any) -> Tensor:
     xd = input._data
     arr = xd[idx]
     if kind == _ADVANCED:
-        out = Tensor._wrap(arr if arr.__class__ is np.ndarray else np.asarray(arr), input._device)
-        if needs_grad(input):
-            _record_read(IndexBackward0(), input, idx, out)
+        out = new_tensor(arr if arr.__class__ is np.ndarray else np.asarray(arr), input._device)
+        _record_read(IndexBackward0, input, idx, out)
         return out
     if arr.__class__ is not np.ndarray:  # a numpy scalar from an all-int index on ... (never a view)
         arr = xd[idx + (Ellipsis,)]
     out = make_view(input, arr)
-    if needs_grad(input):
-        _record_read(SelectBackward0() if kind == _SELECT else SliceBackward0(), input, idx, out)
+    _record_read(SelectBackward0 if kind == _SELECT else SliceBackward0, input, idx, out)
     return out
 
 
@@ -223,6 +214,7 @@ def _check_gather_shapes(op: str, input: Tensor, dim: int, index: np.ndarray, ot
             )
 
 
+@INDEX.op(nodes=(GatherBackward0,))
 def gather(input: Tensor, dim: int, index: Any) -> Tensor:
     """``out[i][j][k] = input[index[i][j][k]][j][k]`` (for dim 0): values picked along ``dim``."""
     idx_arr = _index_array(index, "gather")
@@ -232,14 +224,18 @@ def gather(input: Tensor, dim: int, index: Any) -> Tensor:
     _check_gather_shapes("gather", input, d, idx_arr)
     idx = _along_dim_index(idx_arr, d)
     try:
-        out = Tensor._wrap(input._data[idx], input._device)
+        out = new_tensor(input._data[idx], input._device)
     except IndexError as e:
         raise RuntimeError(f"gather(): index out of bounds: {e}") from None
-    if needs_grad(input):
-        _record_read(GatherBackward0(), input, idx, out)
+    _record_read(GatherBackward0, input, idx, out)
     return out
 
 
+def _np_take_along_axis(arr: Tensor, indices: Any, axis: Any) -> Tensor:
+    return take_along_dim(arr, indices, axis)
+
+
+@INDEX.op(nodes=(TakeAlongDimBackward0,), functions=((np.take_along_axis, _np_take_along_axis),))
 def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tensor:
     """Pick values along ``dim`` like numpy's take_along_axis (indices broadcast against input)."""
     idx_arr = _index_array(indices, "take_along_dim")
@@ -261,12 +257,12 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
     xshape[d] = input.shape[d]
     x = input if tuple(xshape) == input.shape else input.expand(xshape)  # type: ignore[attr-defined]
     idx = _along_dim_index(idx_b, d)
-    out = Tensor._wrap(x._data[idx], input._device)
-    if needs_grad(x):
-        _record_read(TakeAlongDimBackward0(), x, idx, out)
+    out = new_tensor(x._data[idx], input._device)
+    _record_read(TakeAlongDimBackward0, x, idx, out)
     return out
 
 
+@INDEX.op(nodes=(IndexSelectBackward0,))
 def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     """The slices ``index`` (1-d) of ``input`` along ``dim``."""
     idx_arr = _index_array(index, "index_select")
@@ -286,12 +282,12 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
         idx: tuple[Any, ...] = ()
     else:
         idx = (slice(None),) * d + (idx_arr,)
-    out = Tensor._wrap(arr, input._device)
-    if needs_grad(input):
-        _record_read(IndexSelectBackward0(), input, idx, out)
+    out = new_tensor(arr, input._device)
+    _record_read(IndexSelectBackward0, input, idx, out)
     return out
 
 
+@INDEX.op(nodes=(MaskedSelectBackward0,))
 def masked_select(input: Tensor, mask: Any) -> Tensor:
     """The elements of ``input`` where ``mask`` (broadcast) is true, as a 1-d tensor
     (a 0-d input and mask are one element, as torch)."""
@@ -301,12 +297,12 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
     shape = broadcast_shapes(m.shape, input.shape) or (1,)  # torch names the mask "a"
     x = input if shape == input.shape else input.expand(shape)  # type: ignore[attr-defined]
     idx = np.nonzero(np.broadcast_to(m, shape))
-    out = Tensor._wrap(x._data[idx], input._device)
-    if needs_grad(x):
-        _record_read(MaskedSelectBackward0(), x, idx, out)
+    out = new_tensor(x._data[idx], input._device)
+    _record_read(MaskedSelectBackward0, x, idx, out)
     return out
 
 
+@INDEX.op()
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements: an int64 (n, ndim) tensor, or a tuple of 1-d tensors."""
     xd = input._data
@@ -322,11 +318,15 @@ class IndexPutBackward0(Node):
     """Gradient of ``out = input; out[index] = values`` (or ``+=`` with accumulate)."""
 
     __slots__ = ("index", "values_shape", "accumulate")
+    index: Index
+    values_shape: Shape
+    accumulate: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         e = self.next_edges
-        ga = gv = None
+        ga: Any = None
+        gv: Any = None
         if g.__class__ is Tensor:
             if e[0] is not None:
                 ga = g if self.accumulate else _put(g, self.index, 0.0, False, IndexPutBackward0)
@@ -386,16 +386,13 @@ def _put(
             f"shape mismatch: value tensor of shape {list(np.shape(vd))} cannot be broadcast to indexing "
             f"result of shape {list(input._data[idx].shape)} ({e})"
         ) from None
-    out = Tensor._wrap(res, input._device)
+    out = new_tensor(res, input._device)
     if needs_grad(input, v):
-        node = node_cls()
-        node.index = idx
-        node.values_shape = np.shape(vd)
-        node.accumulate = accumulate
-        record(node, (input, v), (out,))
+        record(node_cls(idx, np.shape(vd), accumulate), (input, v), (out,))
     return out
 
 
+@INDEX.op(nodes=(IndexPutBackward0,))
 def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
     """A copy of ``input`` with ``values`` written at ``indices`` (added, with repeats, when
     ``accumulate``). ``indices`` is anything ``__getitem__`` takes."""
@@ -413,6 +410,7 @@ def _scatter_args(op: str, input: Tensor, dim: int, index: Any, src: Any) -> tup
     return idx, src
 
 
+@INDEX.op(nodes=(ScatterBackward0,))
 def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
     """A copy of ``input`` with ``src`` (a tensor, or the number ``value``) written at ``index`` along ``dim``."""
     if src is None:
@@ -423,6 +421,7 @@ def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any 
     return _put(input, idx, src, False, ScatterBackward0)
 
 
+@INDEX.op(nodes=(ScatterAddBackward0,))
 def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
     if input.ndim == 0:
@@ -433,8 +432,6 @@ def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
 
 def _scatter_into_one_element(op: str, input: Tensor, dim: int, index: Any, src: Any, fn: Any) -> Tensor:
     """A 0-d ``input`` is one element (as torch): scatter into its 1-d view, then drop the dim again."""
-    from .shape import reshape
-
     _wrap_dim(dim, 0)
     idx_arr = _index_array(index, op)
     if idx_arr.ndim > 1:
@@ -485,6 +482,7 @@ def index_add_args(op: str, input: Tensor, dim: int, index: Any, source: Any) ->
     return (slice(None),) * d + (idx_arr.reshape(-1).astype(np.intp, copy=False),), source
 
 
+@INDEX.op(nodes=(IndexAddBackward0,))
 def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any = 1) -> Tensor:
     """A copy of ``input`` with ``alpha * source`` added at the slices ``index`` along ``dim``."""
     idx, source = index_add_args("index_add_", input, dim, index, source)
@@ -500,6 +498,9 @@ class MaskedFillBackward0(Node):
     """Gradient of ``where(mask, value, input)``: none where filled; the value gets the rest."""
 
     __slots__ = ("mask", "in_shape", "value_shape")
+    mask: np.ndarray
+    in_shape: Shape
+    value_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -514,6 +515,7 @@ class MaskedFillBackward1(MaskedFillBackward0):
     __slots__ = ()
 
 
+@INDEX.op(nodes=(MaskedFillBackward0, MaskedFillBackward1))
 def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
     """``input`` with ``value`` (a number or 0-d tensor) where ``mask`` (broadcastable) is true."""
     m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
@@ -533,23 +535,11 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
     res = np.where(m, vd, xd)
     if res.dtype != xd.dtype:
         res = res.astype(xd.dtype)
-    out = Tensor._wrap(res, input._device)
+    out = new_tensor(res, input._device)
     if needs_grad(input, value):
-        node = MaskedFillBackward1() if isinstance(value, Tensor) else MaskedFillBackward0()
-        node.mask = m
-        node.in_shape = xd.shape
-        node.value_shape = np.shape(vd)
-        record(node, (input, value), (out,))
+        cls = MaskedFillBackward1 if isinstance(value, Tensor) else MaskedFillBackward0
+        record(cls(m, xd.shape, np.shape(vd)), (input, value), (out,))
     return out
 
 
-# ----- Tensor methods -------------------------------------------------------------------------
-
-for _name, _fn in {
-    "__getitem__": getitem, "gather": gather, "index_select": index_select, "index_put": index_put,
-    "scatter": scatter, "scatter_add": scatter_add, "index_add": index_add, "masked_fill": masked_fill,
-    "take_along_dim": take_along_dim, "nonzero": nonzero, "masked_select": masked_select,
-}.items():
-    tensor_method(_name)(_fn)
-
-implements_function(np.take_along_axis)(lambda arr, indices, axis: take_along_dim(arr, indices, axis))
+__all__ = INDEX.exports(__name__)

@@ -34,12 +34,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..autograd import grad_mode as _gm
-from ..autograd.graph import Node, sum_to
+from ..autograd.graph import Node, Shape, record, sum_to
 from ..tensor import Tensor
 from . import elementwise as _ew
-from ._common import check_operand, is_operand, needs_grad, record, tensor_method
+from ._common import check_operand, needs_grad
+from ._table import OpTable
 from .index import (
+    MaskedFillBackward0,
+    MaskedFillBackward1,
     IndexPutBackward0,
     _put,
     _scatter_args,
@@ -52,7 +54,7 @@ from .index import (
 )
 from .shape import live_views
 
-__all__: list[str] = []
+INPLACE = OpTable("inplace")
 
 
 # ----- errors ----------------------------------------------------------------------------
@@ -149,13 +151,15 @@ class AsStridedBackward0(Node):
     """Gradient of a view of a base, given by the positions of its elements in the flat base."""
 
     __slots__ = ("ids", "base_shape")
+    ids: np.ndarray
+    base_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         size = int(np.prod(self.base_shape))
         if g.__class__ is Tensor:
             zeros = Tensor._wrap(np.zeros((size,), g._data.dtype), g._device)
-            return (_put(zeros, (self.ids,), g, False, IndexPutBackward0).reshape(self.base_shape),)  # type: ignore[attr-defined]
+            return (_put(zeros, (self.ids,), g, False, IndexPutBackward0).reshape(self.base_shape),)
         gi = np.zeros(size, g.dtype)
         gi[self.ids] = g
         return (gi.reshape(self.base_shape),)
@@ -166,15 +170,18 @@ class CopySlices(Node):
     Edge 0 is the old base (its gradient is zero inside the view), edge 1 the result."""
 
     __slots__ = ("ids", "base_shape")
+    ids: np.ndarray
+    base_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         e = self.next_edges
-        gb = gr = None
+        gb: Any = None
+        gr: Any = None
         if g.__class__ is Tensor:
-            flat = g.reshape(-1)  # type: ignore[attr-defined]
+            flat = g.reshape(-1)
             if e[0] is not None:
-                gb = _put(flat, (self.ids,), 0.0, False, IndexPutBackward0).reshape(self.base_shape)  # type: ignore[attr-defined]
+                gb = _put(flat, (self.ids,), 0.0, False, IndexPutBackward0).reshape(self.base_shape)
             if e[1] is not None:
                 gr = getitem(flat, (self.ids,))
             return gb, gr
@@ -190,9 +197,7 @@ class CopySlices(Node):
 
 def _as_view_of(view: Tensor, base: Tensor, ids: np.ndarray | None = None) -> None:
     """Make ``view``'s grad_fn a strided view of ``base``'s current history."""
-    node = AsStridedBackward0()
-    node.ids = view_positions(base._data, view._data) if ids is None else ids
-    node.base_shape = base._data.shape
+    node = AsStridedBackward0(view_positions(base._data, view._data) if ids is None else ids, base._data.shape)
     record(node, (base,), (view,))
 
 
@@ -213,10 +218,7 @@ def _inplace_view(t: Tensor, base: Tensor, outofplace: Callable[[Tensor], Tensor
     _write(t, r._data)
     if not (base._requires_grad or r._requires_grad):
         return t
-    cs = CopySlices()
-    cs.ids = ids
-    cs.base_shape = base._data.shape
-    record(cs, (base, r), (base,))
+    record(CopySlices(ids, base._data.shape), (base, r), (base,))
     _as_view_of(t, base, ids)
     _regenerate_views(base, t)
     return t
@@ -291,13 +293,23 @@ def _add_like(ufunc: Any, op: Callable[..., Tensor], name: str) -> Callable[...,
             self, (other,), lambda a: op(a, a if other is self else other, alpha=alpha), nograd, op=name
         )
 
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``self {'+' if ufunc is np.add else '-'}= alpha * other`` in place."
     return method
 
 
-add_ = _add_like(np.add, _ew.add, "add_")
-sub_ = _add_like(np.subtract, _ew.sub, "sub_")
+def _nodes(*names: str) -> tuple[type[Node], ...]:
+    """The Node classes of elementwise ops: an in-place op records its out-of-place op's."""
+    return tuple(cls for n in names for cls in _ew.ELEMENTWISE[n].nodes)
 
 
+add_ = INPLACE.op(nodes=_nodes("add", "mul"), operators=("__iadd__",), export=False)(
+    _add_like(np.add, _ew.add, "add_"))
+sub_ = INPLACE.op(nodes=_nodes("sub", "mul"), aliases=("subtract_",), operators=("__isub__",), export=False)(
+    _add_like(np.subtract, _ew.sub, "sub_"))
+
+
+@INPLACE.op(nodes=_nodes("mul"), aliases=("multiply_",), operators=("__imul__",), export=False)
 def mul_(self: Tensor, other: Any) -> Tensor:
     """``self *= other`` in place."""
 
@@ -319,6 +331,7 @@ def _rounded_inplace(self: Tensor, other: Any, op: str, outofplace: Callable[[An
     return _inplace(self, (other,), lambda a: outofplace(a, a if other is self else other), nograd, op=op)
 
 
+@INPLACE.op(nodes=_nodes("div"), aliases=("divide_", "true_divide_"), operators=("__itruediv__",), export=False)
 def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """``self /= other`` in place."""
     if rounding_mode is not None:
@@ -333,16 +346,19 @@ def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tenso
     )
 
 
+@INPLACE.op(nodes=_nodes("floor_divide"), operators=("__ifloordiv__",), export=False)
 def floor_divide_(self: Tensor, other: Any) -> Tensor:
     """``self //= other`` in place."""
     return _rounded_inplace(self, other, "floor_divide_", _ew.floor_divide)
 
 
+@INPLACE.op(nodes=_nodes("remainder"), operators=("__imod__",), export=False)
 def remainder_(self: Tensor, other: Any) -> Tensor:
     """``self %= other`` in place."""
     return _rounded_inplace(self, other, "remainder_", _ew.remainder)
 
 
+@INPLACE.op(nodes=_nodes("pow"), operators=("__ipow__",), export=False)
 def pow_(self: Tensor, exponent: Any) -> Tensor:
     """``self **= exponent`` in place."""
 
@@ -355,6 +371,7 @@ def pow_(self: Tensor, exponent: Any) -> Tensor:
     )
 
 
+@INPLACE.op(nodes=_nodes("clamp"), aliases=("clip_",), export=False)
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Clamp to ``[min, max]`` in place."""
     if min is None and max is None:
@@ -369,11 +386,13 @@ def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     )
 
 
+@INPLACE.op(nodes=_nodes("clamp_min"), export=False)
 def clamp_min_(self: Tensor, min: Any) -> Tensor:
     """``self = max(self, min)`` in place."""
     return clamp_(self, min, None)
 
 
+@INPLACE.op(nodes=_nodes("clamp_max"), export=False)
 def clamp_max_(self: Tensor, max: Any) -> Tensor:
     """``self = min(self, max)`` in place."""
     return clamp_(self, None, max)
@@ -389,18 +408,17 @@ def _unary_inplace(name: str, op: Callable[[Tensor], Tensor], saves_self: bool) 
 
         return _inplace(self, (), op, nograd, saves_self=saves_self)
 
-    method.__name__ = name
+    method.__name__ = method.__qualname__ = name
     method.__doc__ = f"In-place {name[:-1]}."
     return method
 
 
-# (name, out-of-place op, whether its rule reads the input: then the old value is copied)
-_UNARY = [
-    ("neg_", _ew.neg, False), ("exp_", _ew.exp, False), ("log_", _ew.log, True), ("sqrt_", _ew.sqrt, False),
-    ("abs_", _ew.abs, True), ("sin_", _ew.sin, True), ("cos_", _ew.cos, True), ("tanh_", _ew.tanh, False),
-    ("sigmoid_", _ew.sigmoid, False), ("relu_", _ew.relu, False), ("reciprocal_", _ew.reciprocal, False),
-    ("square_", _ew.square, True), ("log1p_", _ew.log1p, True),
-]
+# The in-place twin of each elementwise op whose row asks for one (``inplace=True``);
+# "copy": its rule reads the input, so the old value is copied first.
+for _op in _ew.ELEMENTWISE:
+    if _op.inplace:
+        INPLACE.op(nodes=_op.nodes, export=False)(_unary_inplace(_op.name + "_", _op.fn, _op.inplace == "copy"))
+square_ = INPLACE.op(nodes=_nodes("square"), export=False)(_unary_inplace("square_", _ew.square, True))
 
 
 # ----- fill / zero / copy ------------------------------------------------------------------
@@ -410,6 +428,7 @@ class FillBackward0(Node):
     """``self.fill_(number)`` / ``zero_()``: the old value gets a zero gradient."""
 
     __slots__ = ("value_shape",)
+    value_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -432,6 +451,8 @@ class CopyBackwards(Node):
     its shape and cast to its dtype."""
 
     __slots__ = ("src_shape", "src_dtype")
+    src_shape: Shape
+    src_dtype: np.dtype
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -449,17 +470,17 @@ def _fill_op(a: Tensor, value: Any, node_cls: type[FillBackward0]) -> Tensor:
     vd = value._data if isinstance(value, Tensor) else value
     out = Tensor._wrap(np.full(a._data.shape, vd, dtype=a._data.dtype), a._device)
     if needs_grad(a, value):
-        node = node_cls()
-        node.value_shape = np.shape(vd)
-        record(node, (a, value), (out,))
+        record(node_cls(np.shape(vd)), (a, value), (out,))
     return out
 
 
+@INPLACE.op(nodes=(ZeroBackward0,), export=False)
 def zero_(self: Tensor) -> Tensor:
     """Fill with zeros in place."""
     return _inplace(self, (), lambda a: _fill_op(a, 0, ZeroBackward0), lambda d: d.fill(0))
 
 
+@INPLACE.op(nodes=(FillBackward0, FillBackward1), export=False)
 def fill_(self: Tensor, value: Any) -> Tensor:
     """Fill with ``value`` (a number or a 0-d tensor) in place."""
     if isinstance(value, Tensor) and value.ndim != 0:
@@ -483,13 +504,11 @@ def _copy_op(a: Tensor, src: Tensor) -> Tensor:
         ) from None
     out = Tensor._wrap(res, a._device)
     if needs_grad(a, src):
-        node = CopyBackwards()
-        node.src_shape = sd.shape
-        node.src_dtype = sd.dtype
-        record(node, (a, src), (out,))
+        record(CopyBackwards(sd.shape, sd.dtype), (a, src), (out,))
     return out
 
 
+@INPLACE.op(nodes=(CopyBackwards,), export=False)
 def copy_(self: Tensor, src: Any) -> Tensor:
     """Copy ``src`` (broadcast, cast to this tensor's dtype) into this tensor."""
     check_operand(src, "copy_", "src", 1)
@@ -529,6 +548,8 @@ def _assign(d: np.ndarray, idx: tuple[Any, ...], vd: Any) -> None:
         ) from None
 
 
+@INPLACE.op(name="__setitem__", nodes=(IndexPutBackward0, _SetitemCopySlices), method=False,
+            operators=("__setitem__",), export=False)
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     """``self[index] = value`` in place (see NOTE [In-place ops])."""
     idx, kind = normalize_index(index)
@@ -545,14 +566,12 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         return
     _assign(self._data, idx, vd)
     self._version_counter.value += 1
-    node = IndexPutBackward0() if kind == _ADVANCED else _SetitemCopySlices()
-    node.index = idx
-    node.values_shape = np.shape(vd)
-    node.accumulate = False
-    record(node, (self, v), (self,))
+    node_cls = IndexPutBackward0 if kind == _ADVANCED else _SetitemCopySlices
+    record(node_cls(idx, np.shape(vd), False), (self, v), (self,))
     _regenerate_views(self, None)
 
 
+@INPLACE.op(nodes=(IndexPutBackward0,), export=False)
 def index_put_(self: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
     """Write (or with ``accumulate`` add, repeats adding up) ``values`` at ``indices`` in place."""
     idx, _ = normalize_index(indices)
@@ -563,6 +582,7 @@ def index_put_(self: Tensor, indices: Any, values: Any, accumulate: bool = False
     return _inplace(self, (v,), lambda a: _put(a, idx, v, True, IndexPutBackward0), lambda d: np.add.at(d, idx, vd))
 
 
+@INPLACE.op(nodes=(MaskedFillBackward0, MaskedFillBackward1), export=False)
 def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     """Fill with ``value`` where ``mask`` (broadcastable to this tensor) is true, in place."""
     m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
@@ -575,7 +595,7 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     return _inplace(self, (value,), lambda a: masked_fill(a, m, value), nograd)
 
 
-def _scatter_inplace(accumulate: bool) -> Callable[..., Tensor]:
+def _scatter_inplace(accumulate: bool, name: str) -> Callable[..., Tensor]:
     def method(self: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
         s = src if src is not None else value
         idx, s2 = _scatter_args("scatter_add_" if accumulate else "scatter_", self, dim, index, s)
@@ -589,9 +609,16 @@ def _scatter_inplace(accumulate: bool) -> Callable[..., Tensor]:
 
         return _inplace(self, (s2,), lambda a: _put(a, idx, s2, accumulate, IndexPutBackward0), nograd)
 
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place {name[:-1]}."
     return method
 
 
+scatter_ = INPLACE.op(nodes=(IndexPutBackward0,), export=False)(_scatter_inplace(False, "scatter_"))
+scatter_add_ = INPLACE.op(nodes=(IndexPutBackward0,), export=False)(_scatter_inplace(True, "scatter_add_"))
+
+
+@INPLACE.op(nodes=(IndexPutBackward0,), export=False)
 def index_add_(self: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
     """Add ``alpha * source`` at the slices ``index`` along ``dim``, in place."""
     idx, source = index_add_args("index_add_", self, dim, index, source)
@@ -603,31 +630,4 @@ def index_add_(self: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 
     )
 
 
-# ----- Tensor methods ----------------------------------------------------------------------------
-
-
-def _dunder(fn: Callable[[Tensor, Any], Tensor]) -> Callable[[Tensor, Any], Any]:
-    """An in-place operator: NotImplemented for a non-operand, so Python raises its TypeError."""
-
-    def method(self: Tensor, other: Any) -> Any:
-        if other.__class__ is not Tensor and not is_operand(other):
-            return NotImplemented
-        return fn(self, other)
-
-    return method
-
-
-for _name, _fn in {
-    "add_": add_, "sub_": sub_, "subtract_": sub_, "mul_": mul_, "multiply_": mul_, "div_": div_,
-    "divide_": div_, "true_divide_": div_, "floor_divide_": floor_divide_, "remainder_": remainder_,
-    "pow_": pow_, "clamp_": clamp_, "clip_": clamp_, "clamp_min_": clamp_min_, "clamp_max_": clamp_max_,
-    "zero_": zero_,
-    "fill_": fill_, "copy_": copy_, "masked_fill_": masked_fill_, "index_put_": index_put_,
-    "scatter_": _scatter_inplace(False), "scatter_add_": _scatter_inplace(True), "index_add_": index_add_,
-    "__setitem__": setitem, "__iadd__": _dunder(add_), "__isub__": _dunder(sub_), "__imul__": _dunder(mul_),
-    "__itruediv__": _dunder(div_), "__ipow__": _dunder(pow_), "__ifloordiv__": _dunder(floor_divide_),
-    "__imod__": _dunder(remainder_),
-}.items():
-    tensor_method(_name)(_fn)
-for _name, _op, _saves in _UNARY:
-    tensor_method(_name)(_unary_inplace(_name, _op, _saves))
+__all__ = INPLACE.exports(__name__)

@@ -6,18 +6,22 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, save, sum_to, unpack
+from ..autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
 from ..tensor import Tensor
-from ._common import common_device, dunder, implements_ufunc, is_operand, needs_grad, operand_error, record, tensor_method, wrap
+from ._common import common_device, is_operand, needs_grad, operand_error, wrap
+from ._table import OpTable
 
-__all__ = ["matmul", "mm", "bmm", "dot"]
+LINALG = OpTable("linalg")
 
 
 class MmBackward0(Node):
     """Backward of matmul; 1-D operands are promoted to 2-D the way numpy/torch do."""
 
     __slots__ = ("a", "b", "a_shape", "b_shape")
-    _saved_fields = ("a", "b")
+    a: Saved
+    b: Saved
+    a_shape: Shape
+    b_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -68,15 +72,15 @@ class BmmBackward0(MmBackward0):
     __slots__ = ()
 
 
-def _node_for(a_nd: int, b_nd: int, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> MmBackward0:
+def _node_for(a_nd: int, b_nd: int, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> type[MmBackward0]:
     """torch's node name for the case (other batched/broadcast cases keep MmBackward0)."""
     if a_nd == 1 and b_nd == 1:
-        return DotBackward0()
+        return DotBackward0
     if a_nd == 2 and b_nd == 1:
-        return MvBackward0()
+        return MvBackward0
     if a_nd == 3 and b_nd == 3 and a_shape[0] == b_shape[0]:
-        return BmmBackward0()
-    return MmBackward0()
+        return BmmBackward0
+    return MmBackward0
 
 
 def _array_operand(x: Any, like: Any, name: str, position: int) -> Tensor:
@@ -86,7 +90,8 @@ def _array_operand(x: Any, like: Any, name: str, position: int) -> Tensor:
     return Tensor._wrap(x, like._device)
 
 
-@implements_ufunc(np.matmul)
+@LINALG.op(nodes=(MmBackward0, DotBackward0, MvBackward0, BmmBackward0), operators=("__matmul__",),
+           reflected=("__rmatmul__",), ufuncs=(np.matmul,))
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """Matrix product with numpy/torch semantics (batched, broadcast batch dims)."""
     if not isinstance(input, Tensor):
@@ -111,11 +116,10 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         ) from None
     out = wrap(res, device)
     if needs_grad(input, other):
-        node = _node_for(ad.ndim, bd.ndim, ad.shape, bd.shape)
-        node.a = save(input) if other._requires_grad else None
-        node.b = save(other) if input._requires_grad else None
-        node.a_shape = ad.shape
-        node.b_shape = bd.shape
+        node = _node_for(ad.ndim, bd.ndim, ad.shape, bd.shape)(
+            save(input) if other._requires_grad else None, save(other) if input._requires_grad else None,
+            ad.shape, bd.shape,
+        )
         record(node, (input, other), (out,))
         # Backward does up to two products of the forward's size: work in multiply-adds.
         k = ad.shape[-1]
@@ -130,6 +134,7 @@ def _both_tensors(op: str, input: Any, other: Any, name: str) -> None:
             raise operand_error(op, arg, position, x)
 
 
+@LINALG.op(nodes=(MmBackward0,))
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """2-D matrix product."""
     _both_tensors("mm", input, mat2, "mat2")
@@ -138,6 +143,7 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@LINALG.op(nodes=(BmmBackward0,))
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """Batched 3-D matrix product."""
     _both_tensors("bmm", input, mat2, "mat2")
@@ -146,6 +152,7 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     return matmul(input, mat2)
 
 
+@LINALG.op(nodes=(DotBackward0,))
 def dot(input: Tensor, other: Tensor) -> Tensor:
     """Inner product of two 1-D tensors."""
     _both_tensors("dot", input, other, "other")
@@ -154,9 +161,4 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
     return matmul(input, other)
 
 
-tensor_method("matmul")(matmul)
-tensor_method("__matmul__")(dunder(matmul))
-tensor_method("__rmatmul__")(dunder(matmul, reflected=True))
-tensor_method("mm")(mm)
-tensor_method("bmm")(bmm)
-tensor_method("dot")(dot)
+__all__ = LINALG.exports(__name__)

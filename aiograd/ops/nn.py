@@ -21,15 +21,17 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..autograd.graph import Node, save, save_output, unpack
+from typing import Union
+
+from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
 from ..tensor import Tensor, _generator
-from ._common import needs_grad, record, tensor_method, wrap
+from ._common import grad_enabled, needs_grad, wrap
+from ._table import OpTable
 from .shape import _wrap_dim, int_tuple
 
-__all__ = [
-    "softmax", "log_softmax", "nll_loss", "conv2d", "max_pool2d", "embedding", "layer_norm",
-    "dropout",
-]
+NN = OpTable("nn")
+#: a Node field holding an array kept for backward only, released with the saved tensors
+SavedArray = Union[np.ndarray, None]
 
 
 def _pair(v: Any, name: str) -> tuple[int, int]:
@@ -63,7 +65,8 @@ class SoftmaxBackward0(Node):
     """grad_input = y * (g - sum(g * y, dim)) with y the saved output."""
 
     __slots__ = ("out", "dim")
-    _saved_fields = ("out",)
+    out: Saved
+    dim: int | None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -76,7 +79,8 @@ class LogSoftmaxBackward0(Node):
     """grad_input = g - exp(y) * sum(g, dim) with y the saved output."""
 
     __slots__ = ("out", "dim")
-    _saved_fields = ("out",)
+    out: Saved
+    dim: int | None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -91,6 +95,7 @@ def _softmax_prep(input: Tensor, dim: int, dtype: Any, op: str) -> tuple[Tensor,
     return input, xd, _wrap_dim(dim, xd.ndim)
 
 
+@NN.op(nodes=(SoftmaxBackward0,))
 def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``exp(x) / sum(exp(x), dim)``, computed after subtracting the max (stable)."""
     input, xd, d = _softmax_prep(input, dim, dtype, "softmax")
@@ -104,14 +109,12 @@ def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         e /= e.sum(axis=d, keepdims=True)
         res = e
     out = wrap(res, input._device)
-    if needs_grad(input):
-        node = SoftmaxBackward0()
-        node.dim = d if xd.ndim else None
-        record(node, (input,), (out,))
-        node.out = save_output(out)
+    if input._requires_grad and grad_enabled():
+        link_one(SoftmaxBackward0(save_output(out), d if xd.ndim else None), input, out)
     return out
 
 
+@NN.op(nodes=(LogSoftmaxBackward0,))
 def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     """``x - logsumexp(x, dim)``, computed after subtracting the max (stable)."""
     input, xd, d = _softmax_prep(input, dim, dtype, "log_softmax")
@@ -123,11 +126,8 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
         res = xd - xd.max(axis=d, keepdims=True)
         res -= np.log(np.exp(res).sum(axis=d, keepdims=True))
     out = wrap(res, input._device)
-    if needs_grad(input):
-        node = LogSoftmaxBackward0()
-        node.dim = d if xd.ndim else None
-        record(node, (input,), (out,))
-        node.out = save_output(out)
+    if input._requires_grad and grad_enabled():
+        link_one(LogSoftmaxBackward0(save_output(out), d if xd.ndim else None), input, out)
     return out
 
 
@@ -146,6 +146,8 @@ class NllLossBackward0(Node):
     position (scaled by 1/total_weight for 'mean'), zero elsewhere; linear in ``g``."""
 
     __slots__ = ("coef", "g_shape")
+    coef: np.ndarray
+    g_shape: Shape | None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -154,6 +156,7 @@ class NllLossBackward0(Node):
         return (g * self.coef,)
 
 
+@NN.op(nodes=(NllLossBackward0,), method=False)
 def nll_loss(
     input: Tensor, target: Any, weight: Tensor | None = None, ignore_index: int = -100,
     reduction: str = "mean",
@@ -222,8 +225,7 @@ def nll_loss(
             res = losses.sum() / total  # 0/0 = nan when every target is ignored, as torch
             scale = np.reciprocal(total)
     out = wrap(np.asarray(res, dtype=xd.dtype), input._device)
-    if needs_grad(input):
-        node = NllLossBackward0()
+    if input._requires_grad and grad_enabled():
         # Only the targets that count get a coefficient (as torch writes only those): with every
         # target ignored the gradient is 0, not 0 * (1 / 0); a counted target of weight 0 with a
         # total weight of 0 gets 0 * inf = NaN, as torch's.
@@ -231,12 +233,8 @@ def nll_loss(
             picked_coef = np.where(valid, -w * scale, 0).astype(xd.dtype, copy=False)
         coef = np.zeros(x2.shape, dtype=xd.dtype)
         np.put_along_axis(coef, safe[:, None], picked_coef[:, None], axis=1)
-        if reduction == "none" and xd.ndim > 1:
-            node.g_shape = (x2.shape[0], 1) + x2.shape[2:]
-        else:
-            node.g_shape = None
-        node.coef = coef.reshape(xd.shape)
-        record(node, (input,), (out,))
+        g_shape = (x2.shape[0], 1) + x2.shape[2:] if reduction == "none" and xd.ndim > 1 else None
+        link_one(NllLossBackward0(coef.reshape(xd.shape), g_shape), input, out)
     return out
 
 
@@ -276,7 +274,16 @@ class ConvolutionBackward0(Node):
     __slots__ = (
         "x", "w", "cols", "in_shape", "stride", "dilation", "pads", "groups", "out_hw", "unbatched",
     )
-    _saved_fields = ("x", "w", "cols")
+    x: Saved
+    w: Saved
+    cols: SavedArray  # the im2col matrix of the input (weight gradient), None if the weight needs none
+    in_shape: tuple[int, int, int, int]
+    stride: tuple[int, int]
+    dilation: tuple[int, int]
+    pads: tuple[int, int, int, int]
+    groups: int
+    out_hw: tuple[int, int]
+    unbatched: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
@@ -288,7 +295,7 @@ class ConvolutionBackward0(Node):
         e = self.next_edges
         wd = unpack(self, self.w, False)
         unpack(self, self.x, False)  # the in-place check on the input
-        cols = self.cols
+        cols: Any = self.cols
         if self.unbatched:
             g = g[None]
         N, C, H, W = self.in_shape
@@ -331,6 +338,7 @@ class ConvolutionBackward0(Node):
         return (gx, gw, gb) if len(e) > 2 else (gx, gw)
 
 
+@NN.op(nodes=(ConvolutionBackward0,), method=False)
 def conv2d(
     input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
     dilation: Any = 1, groups: int = 1,
@@ -412,14 +420,10 @@ def conv2d(
     out = wrap(res, input._device)
     inputs = (input, weight) if bias is None else (input, weight, bias)
     if needs_grad(*inputs):
-        node = ConvolutionBackward0()
-        node.x = save(input)
-        node.w = save(weight)
-        node.cols = cols if weight._requires_grad else None
-        node.in_shape = (N, C, H, W)
-        node.stride, node.dilation, node.pads, node.groups = s, d, (pt, pb, pl, pr), G
-        node.out_hw = (Ho, Wo)
-        node.unbatched = unbatched
+        node = ConvolutionBackward0(
+            save(input), save(weight), cols if weight._requires_grad else None, (N, C, H, W), s, d,
+            (pt, pb, pl, pr), G, (Ho, Wo), unbatched,
+        )
         record(node, inputs, (out,))
         node.work = 2 * M * K * O  # flops of one of the two products (read by the offload policy)
     return out
@@ -442,6 +446,9 @@ def _index_add_rows(g: np.ndarray, idx: np.ndarray, rows: int) -> np.ndarray:
 
 class _GatherRowsBackward(Node):
     __slots__ = ("idx", "rows", "mask")
+    idx: np.ndarray
+    rows: int
+    mask: np.ndarray | None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -458,6 +465,7 @@ class EmbeddingBackward0(_GatherRowsBackward):
 
 class _ScatterRowsBackward(Node):
     __slots__ = ("idx",)
+    idx: np.ndarray
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -466,31 +474,28 @@ class _ScatterRowsBackward(Node):
         return (g[self.idx],)
 
 
-def _gather_rows(src: Tensor, idx: np.ndarray, node_cls: type = _GatherRowsBackward, mask: Any = None) -> Tensor:
+def _gather_rows(
+    src: Tensor, idx: np.ndarray, node_cls: type[_GatherRowsBackward] = _GatherRowsBackward, mask: Any = None
+) -> Tensor:
     """``src[idx]`` for a 2-D ``src`` (rows, D): the result has shape idx.shape + (D,)."""
     out = wrap(src._data[idx], src._device)
-    if needs_grad(src):
-        node = node_cls()
-        node.idx = idx
-        node.rows = src._data.shape[0]
-        node.mask = mask
-        record(node, (src,), (out,))
+    if src._requires_grad and grad_enabled():
+        link_one(node_cls(idx, src._data.shape[0], mask), src, out)
     return out
 
 
 def _scatter_rows(src: Tensor, idx: np.ndarray, rows: int) -> Tensor:
     """The adjoint of ``_gather_rows``: rows of ``src`` added into a (rows, D) zero tensor at ``idx``."""
     out = wrap(_index_add_rows(src._data, idx, rows), src._device)
-    if needs_grad(src):
-        node = _ScatterRowsBackward()
-        node.idx = idx
-        record(node, (src,), (out,))
+    if src._requires_grad and grad_enabled():
+        link_one(_ScatterRowsBackward(idx), src, out)
     return out
 
 
 # ----- embedding ------------------------------------------------------------------------------
 
 
+@NN.op(nodes=(EmbeddingBackward0,), method=False)
 def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
     """Rows of ``weight`` (num_embeddings, dim) picked by the integer ``input``;
     the gradient adds up over repeated indices and is zero at ``padding_idx``."""
@@ -532,12 +537,17 @@ class MaxPool2DWithIndicesBackward0(Node):
     """Each output's gradient goes to the input position that held the max (added where windows overlap)."""
 
     __slots__ = ("flat", "in_shape", "overlap", "valid")
+    flat: np.ndarray
+    in_shape: Shape
+    overlap: bool
+    valid: np.ndarray | None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         size = int(np.prod(self.in_shape))
         if self.valid is not None:  # windows that lie wholly in the padding send no gradient
             g = g * self.valid
+        gi: Any
         if g.__class__ is Tensor:
             gi = _scatter_rows(g.reshape(-1, 1), self.flat, size)
             return (gi.reshape(self.in_shape),)
@@ -549,6 +559,7 @@ class MaxPool2DWithIndicesBackward0(Node):
         return (gi.reshape(self.in_shape),)
 
 
+@NN.op(nodes=(MaxPool2DWithIndicesBackward0,), method=False)
 def max_pool2d(
     input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
     ceil_mode: bool = False, return_indices: bool = False,
@@ -603,15 +614,15 @@ def max_pool2d(
     colsi = np.arange(Wo).reshape(1, 1, Wo) * sw - pw + (local % kw) * dw
     indices = rows * W + colsi  # (B, Ho, Wo) flat index into H*W
     out = wrap(np.ascontiguousarray(vals).reshape(lead + (Ho, Wo)), input._device)
-    if needs_grad(input):
-        node = MaxPool2DWithIndicesBackward0()
+    if input._requires_grad and grad_enabled():
         inside = (rows >= 0) & (rows < H) & (colsi >= 0) & (colsi < W)
         safe = np.where(inside, indices, 0) if not inside.all() else indices
-        node.valid = None if inside.all() else inside.reshape(lead + (Ho, Wo)).astype(xd.dtype)
-        node.flat = (safe + (np.arange(B) * (H * W)).reshape(B, 1, 1)).reshape(-1)
-        node.in_shape = xd.shape
-        node.overlap = sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1
-        record(node, (input,), (out,))
+        node = MaxPool2DWithIndicesBackward0(
+            (safe + (np.arange(B) * (H * W)).reshape(B, 1, 1)).reshape(-1), xd.shape,
+            sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1,
+            None if inside.all() else inside.reshape(lead + (Ho, Wo)).astype(xd.dtype),
+        )
+        link_one(node, input, out)
     if return_indices:
         return out, Tensor._wrap(indices.reshape(lead + (Ho, Wo)).astype(np.int64), input._device)
     return out
@@ -625,7 +636,13 @@ class NativeLayerNormBackward0(Node):
     gw = sum(g * xhat), gb = sum(g) over the leading dims."""
 
     __slots__ = ("x", "w", "mean", "rstd", "axes", "lead", "eps")
-    _saved_fields = ("x", "w", "mean", "rstd")
+    x: Saved
+    w: Saved
+    mean: SavedArray
+    rstd: SavedArray
+    axes: tuple[int, ...]
+    lead: tuple[int, ...]
+    eps: float
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
@@ -658,6 +675,7 @@ class NativeLayerNormBackward0(Node):
         return gx, gw, gb
 
 
+@NN.op(nodes=(NativeLayerNormBackward0,), method=False)
 def layer_norm(
     input: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
     eps: float = 1e-5,
@@ -689,14 +707,10 @@ def layer_norm(
         y += bias._data
     out = wrap(y.astype(xd.dtype, copy=False), input._device)
     if needs_grad(input, weight, bias):
-        node = NativeLayerNormBackward0()
-        node.x = save(input)
-        node.w = save(weight) if weight is not None else None
-        node.mean = mu
-        node.rstd = rstd.astype(xd.dtype, copy=False)
-        node.axes = axes
-        node.lead = tuple(range(xd.ndim - k))
-        node.eps = eps
+        node = NativeLayerNormBackward0(
+            save(input), save(weight) if weight is not None else None, mu, rstd.astype(xd.dtype, copy=False),
+            axes, tuple(range(xd.ndim - k)), eps,
+        )
         record(node, (input, weight, bias), (out,))
     return out
 
@@ -708,11 +722,13 @@ class NativeDropoutBackward0(Node):
     """grad_input = g * mask / (1 - p)."""
 
     __slots__ = ("mask",)
+    mask: np.ndarray
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (grads[0] * self.mask,)
 
 
+@NN.op(nodes=(NativeDropoutBackward0,), method=False)
 def dropout(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor:
     """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)`` (identity when not training).
 
@@ -729,12 +745,9 @@ def dropout(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor:
         mask = (_generator().random(xd.shape, dtype=np.float64) >= p).astype(xd.dtype)
         mask *= xd.dtype.type(1.0 / (1.0 - p))
     out = wrap(xd * mask, input._device)
-    if needs_grad(input):
-        node = NativeDropoutBackward0()
-        node.mask = mask
-        record(node, (input,), (out,))
+    if input._requires_grad and grad_enabled():
+        link_one(NativeDropoutBackward0(mask), input, out)
     return out
 
 
-tensor_method("softmax")(softmax)
-tensor_method("log_softmax")(log_softmax)
+__all__ = NN.exports(__name__)

@@ -12,14 +12,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..autograd.graph import Node, save, save_output, unpack
+from ..autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
 from ..tensor import Tensor, _resolve_dtype, get_default_dtype
-from ._common import implements_function, needs_grad, record, tensor_method, wrap
+from ._common import grad_enabled, wrap
+from ._table import OpTable
+from .elementwise import maximum, minimum, where
 
-__all__ = [
-    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std", "logsumexp",
-    "all", "any", "norm",
-]
+REDUCE = OpTable("reduce")
+Dims = Any  # tuple[int, ...] | None: normalized reduction dims (None: all)
 
 _builtin_max = builtins.max
 
@@ -85,6 +85,9 @@ def _accumulating_reduction(fn: Any, input: Tensor, dims: Any, keepdim: bool, dt
 
 class SumBackward0(Node):
     __slots__ = ("in_shape", "dims", "keepdim")
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),)
@@ -92,12 +95,13 @@ class SumBackward0(Node):
 
 class MeanBackward0(SumBackward0):
     __slots__ = ("count",)
+    count: int
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (expand_reduced(grads[0] / self.count, self.in_shape, self.dims, self.keepdim),)
 
 
-@implements_function(np.sum)
+@REDUCE.op(nodes=(SumBackward0,), functions=(np.sum,))
 def sum(
     input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: Any = None,
@@ -107,16 +111,12 @@ def sum(
     xd = input._data
     dims = normalize_dims(dim, xd.ndim)
     out = _accumulating_reduction(np.sum, input, dims, keepdim, dtype)
-    if needs_grad(input):
-        node = SumBackward0()
-        node.in_shape = xd.shape
-        node.dims = dims
-        node.keepdim = keepdim
-        record(node, (input,), (out,))
+    if input._requires_grad and grad_enabled():
+        link_one(SumBackward0(xd.shape, dims, keepdim), input, out)
     return out
 
 
-@implements_function(np.mean)
+@REDUCE.op(nodes=(MeanBackward0,), functions=(np.mean,))
 def mean(
     input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: Any = None,
@@ -133,16 +133,8 @@ def mean(
     dims = normalize_dims(dim, xd.ndim)
     res = np.mean(xd, axis=dims, keepdims=keepdim, dtype=dtype)
     out = wrap(np.asarray(res).astype(dtype or xd.dtype, copy=False), input._device)
-    if needs_grad(input):
-        node = MeanBackward0()
-        node.in_shape = xd.shape
-        node.dims = dims
-        node.keepdim = keepdim
-        count = 1
-        for d in dims if dims is not None else range(xd.ndim):
-            count *= xd.shape[d]
-        node.count = count
-        record(node, (input,), (out,))
+    if input._requires_grad and grad_enabled():
+        link_one(MeanBackward0(xd.shape, dims, keepdim, _count(xd.shape, dims)), input, out)
     return out
 
 
@@ -198,8 +190,6 @@ def _prod_others_numpy(x: np.ndarray, dims: tuple[int, ...] | None) -> np.ndarra
 def _prod_others_graph(x: Tensor, dims: tuple[int, ...] | None) -> Tensor:
     """``_prod_others_numpy`` with differentiable ops (create_graph passes through inputs with zeros):
     row i of a (K, K) stack is the group with element i replaced by 1, and each row is multiplied out."""
-    from .elementwise import where
-
     nd = x.ndim
     red = tuple(range(nd)) if dims is None else dims
     keep = tuple(i for i in range(nd) if i not in red)
@@ -218,7 +208,11 @@ class ProdBackward0(Node):
     """Gradient of a product: ``g * result / x`` without zeros, the product of the others with them."""
 
     __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
-    _saved_fields = ("x", "result")
+    x: Saved
+    result: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -234,7 +228,7 @@ class ProdBackward0(Node):
         return (gk * others,)
 
 
-@implements_function(np.prod)
+@REDUCE.op(nodes=(ProdBackward0,), functions=(np.prod,))
 def prod(
     input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None,
     keepdims: Any = None,
@@ -244,14 +238,8 @@ def prod(
     xd = input._data
     dims = normalize_dims(dim, xd.ndim)
     out = _accumulating_reduction(np.prod, input, dims, keepdim, dtype)
-    if needs_grad(input) and out._data.dtype.kind in "fc":
-        node = ProdBackward0()
-        node.x = save(input)
-        node.in_shape = xd.shape
-        node.dims = dims
-        node.keepdim = keepdim
-        record(node, (input,), (out,))
-        node.result = save_output(out)
+    if input._requires_grad and grad_enabled() and out._data.dtype.kind in "fc":
+        link_one(ProdBackward0(save(input), save_output(out), xd.shape, dims, keepdim), input, out)
     return out
 
 
@@ -286,7 +274,11 @@ class AmaxBackward0(Node):
     """Gradient of amax/amin (and of max()/min() without dim): shared evenly among tied extrema."""
 
     __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
-    _saved_fields = ("x", "result")
+    x: Saved
+    result: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -294,7 +286,7 @@ class AmaxBackward0(Node):
         xd = unpack(self, self.x, False)
         rd = unpack(self, self.result, False)
         kshape = _keep_shape(self.in_shape, self.dims)
-        w = _tie_weights(xd, rd.reshape(kshape), self.dims, g.dtype)
+        w: Any = _tie_weights(xd, rd.reshape(kshape), self.dims, g.dtype)
         gk = g if self.keepdim else g.reshape(kshape)
         if graph:
             w = Tensor._wrap(w, g._device)
@@ -329,23 +321,27 @@ def _amax_like(
                 else f"{name}(): Expected reduction dim {dims[0]} to have non-zero size."
             )
     out = wrap(fn(xd, axis=dims, keepdims=keepdim), input._device)
-    if needs_grad(input):
-        node = node_cls()
-        node.x = save(input)
-        node.in_shape = xd.shape
-        node.dims = dims
-        node.keepdim = keepdim
-        record(node, (input,), (out,))
-        node.result = save_output(out)
+    if input._requires_grad and grad_enabled():
+        link_one(node_cls(save(input), save_output(out), xd.shape, dims, keepdim), input, out)
     return out
 
 
+def _np_max(a: Tensor, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+    return amax(a, () if axis is None else axis, keepdims)
+
+
+def _np_min(a: Tensor, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
+    return amin(a, () if axis is None else axis, keepdims)
+
+
+@REDUCE.op(nodes=(AmaxBackward0,), functions=((np.max, _np_max), (np.amax, _np_max)))
 def amax(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
     """Maximum over ``dim`` (an int or a tuple; all dims by default); ties share the gradient evenly."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     return _amax_like("amax", np.max, AmaxBackward0, input, dim, keepdim)
 
 
+@REDUCE.op(nodes=(AminBackward0,), functions=((np.min, _np_min), (np.amin, _np_min)))
 def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
     """Minimum over ``dim`` (an int or a tuple; all dims by default); ties share the gradient evenly."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
@@ -356,6 +352,10 @@ class MaxBackward0(Node):
     """Gradient of max(dim)/min(dim): all of it to the position in ``indices``."""
 
     __slots__ = ("indices", "in_shape", "dim", "keepdim")
+    indices: np.ndarray
+    in_shape: Shape
+    dim: Any
+    keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -399,8 +399,9 @@ def _nan_arg(argfn: Any, nanarg: Any) -> Any:
         if xd.dtype.kind == "f":
             nan = np.isnan(xd)
             if nan.any():
-                return np.argmax(nan, axis=axis, keepdims=keepdims) if axis is not None or not keepdims else np.argmax(nan)
-        return argfn(xd, axis=axis, keepdims=keepdims) if axis is not None else argfn(xd)
+                return np.asarray(np.argmax(nan, axis=axis, keepdims=keepdims) if axis is not None or not keepdims
+                                  else np.argmax(nan))
+        return np.asarray(argfn(xd, axis=axis, keepdims=keepdims) if axis is not None else argfn(xd))
 
     return f
 
@@ -412,8 +413,6 @@ _argmin = _nan_arg(np.argmin, None)
 def _max_min(name: str, red: Any, argfn: Any, full_node: type, dim_node: type, ret: type,
              input: Tensor, dim: Any, keepdim: bool) -> Any:
     if isinstance(dim, Tensor):
-        from .elementwise import maximum, minimum
-
         return (maximum if name == "max" else minimum)(input, dim)
     xd = input._data
     if dim is None:
@@ -431,16 +430,12 @@ def _max_min(name: str, red: Any, argfn: Any, full_node: type, dim_node: type, r
             vals = vals.squeeze(axis)
         values = wrap(vals, input._device)
         indices = wrap(idx, input._device)
-    if needs_grad(input):
-        node = dim_node()
-        node.indices = indices._data
-        node.in_shape = xd.shape
-        node.dim = axis
-        node.keepdim = keepdim
-        record(node, (input,), (values,))
+    if input._requires_grad and grad_enabled():
+        link_one(dim_node(indices._data, xd.shape, axis, keepdim), input, values)
     return ret(values, indices)
 
 
+@REDUCE.op(nodes=(MaxBackward0, MaxBackward1))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``max(input)``: the largest element (0-d; ties share the gradient evenly).
     ``max(input, dim, keepdim=False)``: ``(values, indices)``, the gradient goes to ``indices``.
@@ -448,12 +443,13 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     return _max_min("max", np.max, _argmax, MaxBackward1, MaxBackward0, max_return, input, dim, keepdim)
 
 
+@REDUCE.op(nodes=(MinBackward0, MinBackward1))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``min(input)``, ``min(input, dim, keepdim=False) -> (values, indices)``, ``min(input, other)``."""
     return _max_min("min", np.min, _argmin, MinBackward1, MinBackward0, min_return, input, dim, keepdim)
 
 
-@implements_function(np.argmax)
+@REDUCE.op(functions=(np.argmax,))
 def argmax(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
     """Index of the largest element (flattened without ``dim``); int64, not differentiable."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
@@ -461,7 +457,7 @@ def argmax(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any =
     return wrap(_arg_extremum("argmax", _argmax, input._data, d[0] if d else None, keepdim), input._device)
 
 
-@implements_function(np.argmin)
+@REDUCE.op(functions=(np.argmin,))
 def argmin(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
     """Index of the smallest element (flattened without ``dim``); int64, not differentiable."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
@@ -469,14 +465,6 @@ def argmin(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any =
     return wrap(_arg_extremum("argmin", _argmin, input._data, d[0] if d else None, keepdim), input._device)
 
 
-@implements_function(np.max, np.amax)
-def _np_max(a: Tensor, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
-    return amax(a, () if axis is None else axis, keepdims)
-
-
-@implements_function(np.min, np.amin)
-def _np_min(a: Tensor, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Tensor:
-    return amin(a, () if axis is None else axis, keepdims)
 
 
 # ----- var / std ------------------------------------------------------------------------
@@ -498,7 +486,11 @@ class VarBackward0(Node):
     """``g * 2 (x - mean) / (N - correction)``."""
 
     __slots__ = ("x", "in_shape", "dims", "keepdim", "factor")
-    _saved_fields = ("x",)
+    x: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
+    factor: float
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -512,7 +504,12 @@ class StdBackward0(Node):
     """``g * (x - mean) / ((N - correction) * std)``; zero where std is zero (as torch)."""
 
     __slots__ = ("x", "result", "in_shape", "dims", "keepdim", "factor")
-    _saved_fields = ("x", "result")
+    x: Saved
+    result: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
+    factor: float
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -525,8 +522,6 @@ class StdBackward0(Node):
         rd = rk._data if graph else rk
         zero = rd == 0
         if zero.any():
-            from .elementwise import where
-
             mask = np.broadcast_to(zero, gk.shape)
             gk = where(mask, 0.0, gk) if graph else np.where(mask, 0, gk).astype(g.dtype, copy=False)
             rk = where(zero, 1.0, rk) if graph else np.where(zero, 1, rk).astype(rd.dtype, copy=False)
@@ -550,19 +545,27 @@ def _var_std(
         if take_sqrt:
             res = np.sqrt(res)
     out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
-    if needs_grad(input):
-        node = StdBackward0() if take_sqrt else VarBackward0()
-        node.x = save(input)
-        node.in_shape = xd.shape
-        node.dims = dims
-        node.keepdim = keepdim
-        node.factor = (1.0 if take_sqrt else 2.0) / denom if denom > 0 else np.inf
-        record(node, (input,), (out,))
-        if take_sqrt:
-            node.result = save_output(out)
+    if input._requires_grad and grad_enabled():
+        factor = (1.0 if take_sqrt else 2.0) / denom if denom > 0 else np.inf
+        node: Node = (
+            StdBackward0(save(input), save_output(out), xd.shape, dims, keepdim, factor) if take_sqrt
+            else VarBackward0(save(input), xd.shape, dims, keepdim, factor)
+        )
+        link_one(node, input, out)
     return out
 
 
+def _np_var(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **kw: Any) -> Tensor:
+    return var(a, axis, keepdim=keepdims, correction=ddof)
+
+
+def _np_std(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+            keepdims: bool = False, **kw: Any) -> Tensor:
+    return std(a, axis, keepdim=keepdims, correction=ddof)
+
+
+@REDUCE.op(nodes=(VarBackward0,), functions=((np.var, _np_var),))
 def var(
     input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
     axis: Any = None, keepdims: Any = None,
@@ -572,6 +575,7 @@ def var(
     return _var_std("var", input, dim, unbiased, keepdim, correction, False)
 
 
+@REDUCE.op(nodes=(StdBackward0,), functions=((np.std, _np_std),))
 def std(
     input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None,
     axis: Any = None, keepdims: Any = None,
@@ -579,18 +583,6 @@ def std(
     """Standard deviation over ``dim`` (``correction`` and legacy ``unbiased`` as in ``var``)."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     return _var_std("std", input, dim, unbiased, keepdim, correction, True)
-
-
-@implements_function(np.var)
-def _np_var(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
-            keepdims: bool = False, **kw: Any) -> Tensor:
-    return var(a, axis, keepdim=keepdims, correction=ddof)
-
-
-@implements_function(np.std)
-def _np_std(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
-            keepdims: bool = False, **kw: Any) -> Tensor:
-    return std(a, axis, keepdim=keepdims, correction=ddof)
 
 
 # ----- logsumexp ---------------------------------------------------------------------------
@@ -613,13 +605,18 @@ class LogsumexpBackward0(Node):
     """``g * exp(x - result)``."""
 
     __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
-    _saved_fields = ("x", "result")
+    x: Saved
+    result: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g, x, r, _ = _unpack_with_kept_dims(self, grads[0])
         return (g * np.exp(x - r),)
 
 
+@REDUCE.op(nodes=(LogsumexpBackward0,))
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over ``dim``, computed stably (the max is taken out first)."""
     xd = input._data
@@ -634,21 +631,15 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     if not keepdim:
         res = res.reshape(np.sum(xd, axis=dims).shape) if xd.ndim else res.reshape(())
     out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
-    if needs_grad(input):
-        node = LogsumexpBackward0()
-        node.x = save(input)
-        node.in_shape = xd.shape
-        node.dims = dims
-        node.keepdim = keepdim
-        record(node, (input,), (out,))
-        node.result = save_output(out)
+    if input._requires_grad and grad_enabled():
+        link_one(LogsumexpBackward0(save(input), save_output(out), xd.shape, dims, keepdim), input, out)
     return out
 
 
 # ----- all / any ----------------------------------------------------------------------------
 
 
-@implements_function(np.all)
+@REDUCE.op(functions=(np.all,))
 def all(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
     """Whether every element (along ``dim``) is true; a bool tensor, not differentiable."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
@@ -656,7 +647,7 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = No
     return wrap(np.all(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim), input._device)
 
 
-@implements_function(np.any)
+@REDUCE.op(functions=(np.any,))
 def any(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
     """Whether some element (along ``dim``) is true; a bool tensor, not differentiable."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
@@ -671,19 +662,22 @@ class LinalgVectorNormBackward0(Node):
     """Gradient of the 2-norm: ``g * x / norm``, zero where the norm is zero (as torch)."""
 
     __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
-    _saved_fields = ("x", "result")
+    x: Saved
+    result: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g, x, r, graph = _unpack_with_kept_dims(self, grads[0])
         rd = r._data if graph else r
         zero = rd == 0
         if zero.any():
-            from .elementwise import where
-
             r = where(zero, 1.0, r) if graph else np.where(zero, 1, r).astype(rd.dtype, copy=False)
         return (g / r * x,)
 
 
+@REDUCE.op(nodes=(LinalgVectorNormBackward0,))
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """The vector p-norm over ``dim`` (all elements by default): p = 2 ("fro"), 1, inf, -inf, 0 or any number."""
     xd = input._data
@@ -695,14 +689,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
         dims = normalize_dims(dim, xd.ndim)
         res = np.sqrt(np.sum(xd * xd, axis=dims, keepdims=keepdim))
         out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
-        if needs_grad(input):
-            node = LinalgVectorNormBackward0()
-            node.x = save(input)
-            node.in_shape = xd.shape
-            node.dims = dims
-            node.keepdim = keepdim
-            record(node, (input,), (out,))
-            node.result = save_output(out)
+        if input._requires_grad and grad_enabled():
+            link_one(LinalgVectorNormBackward0(save(input), save_output(out), xd.shape, dims, keepdim), input, out)
         return out
     if isinstance(p, str):
         raise ValueError(f"norm(): p must be a number or 'fro', got {p!r}")
@@ -719,9 +707,4 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     return sum(a ** p, dim, keepdim) ** (1.0 / p)  # type: ignore[no-any-return]
 
 
-for _name, _fn in {
-    "sum": sum, "mean": mean, "prod": prod, "max": max, "min": min, "amax": amax, "amin": amin,
-    "argmax": argmax, "argmin": argmin, "var": var, "std": std, "logsumexp": logsumexp, "all": all,
-    "any": any, "norm": norm,
-}.items():
-    tensor_method(_name)(_fn)
+__all__ = REDUCE.exports(__name__)

@@ -14,20 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, sum_to
-from ..tensor import Tensor, _shape_args
-from ._common import common_device, implements_function, is_operand, needs_grad, record, tensor_method
+from ..autograd.graph import Node, Shape, link_one, record, sum_to
+from ..tensor import Tensor, _shape_args, new_tensor
+from ._common import common_device, grad_enabled, is_operand, needs_grad
+from ._table import OpTable
 
-__all__ = [
-    "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "swapaxes",
-    "expand", "broadcast_to", "movedim", "cat", "concat", "concatenate", "stack", "split", "chunk",
-    "unbind", "flip", "repeat", "tile",
-]
+SHAPE = OpTable("shape")
 
 
 def make_view(input: Tensor, arr: np.ndarray) -> Tensor:
     """Wrap ``arr``; when it is a view of ``input``'s array, share storage bookkeeping."""
-    out = Tensor._wrap(arr, input._device)
+    out = new_tensor(arr, input._device)
     if arr.base is not None and (np.may_share_memory(arr, input._data) or arr.size == 0):
         out._version_counter = input._version_counter
         root = input._base if input._base is not None else input
@@ -48,12 +45,21 @@ def make_view(input: Tensor, arr: np.ndarray) -> Tensor:
 _VIEWS: dict[int, list[Any]] = {}
 
 
+def _drop_entry(key: int) -> Any:
+    """The callback of the weak reference to a base: forget its views when it dies."""
+
+    def drop(_ref: Any) -> None:
+        _VIEWS.pop(key, None)
+
+    return drop
+
+
 def _register_view(root: Tensor, view: Tensor) -> None:
     key = id(root)
     entry = _VIEWS.get(key)
     if entry is None:
         # entry = [weakref to root (its callback drops the entry), prune threshold, *view refs]
-        entry = _VIEWS[key] = [weakref.ref(root, lambda _r, k=key: _VIEWS.pop(k, None)), 16]
+        entry = _VIEWS[key] = [weakref.ref(root, _drop_entry(key)), 16]
     entry.append(weakref.ref(view))
     if len(entry) > entry[1]:
         alive = [r for r in entry[2:] if r() is not None]
@@ -105,6 +111,7 @@ def _wrap_dim(d: int, ndim: int) -> int:
 
 class ViewBackward0(Node):
     __slots__ = ("in_shape",)
+    in_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (grads[0].reshape(self.in_shape),)
@@ -217,24 +224,29 @@ def _reshape(input: Tensor, shape: tuple[Any, ...], view_only: bool) -> Tensor:
         else:
             node_cls = UnsafeViewBackward0
     out = make_view(input, xd.reshape(target))
-    if needs_grad(input):
-        node = node_cls()
-        node.in_shape = xd.shape
-        record(node, (input,), (out,))
+    if input._requires_grad and grad_enabled():
+        link_one(node_cls(xd.shape), input, out)
     return out
 
 
+def _np_reshape(a: Tensor, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Tensor:
+    return reshape(a, shape if shape is not None else newshape)
+
+
+@SHAPE.op(nodes=(ViewBackward0, ReshapeAliasBackward0, UnsafeViewBackward0), functions=((np.reshape, _np_reshape),))
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """The same data with a new shape: a view when the strides allow one, else a copy. One dim may be -1."""
     return _reshape(input, shape, view_only=False)
 
 
+@SHAPE.op(nodes=(ViewBackward0,))
 def view(input: Tensor, *shape: Any) -> Tensor:
     """The same data with a new shape, always sharing memory; raises (as torch) when the
     strides do not allow it (NOTE [View compatibility]): then use reshape or contiguous()."""
     return _reshape(input, shape, view_only=True)
 
 
+@SHAPE.op(nodes=(ViewBackward0,))
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims ``start_dim..end_dim`` into one."""
     shp = input.shape
@@ -250,6 +262,11 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shp[:s] + (n,) + shp[e + 1 :])
 
 
+def _np_squeeze(a: Tensor, axis: Any = None) -> Tensor:
+    return squeeze(a, axis)
+
+
+@SHAPE.op(nodes=(ViewBackward0,), functions=((np.squeeze, _np_squeeze),))
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     """Remove dims of size 1 (all, or those in ``dim``)."""
     shp = input.shape
@@ -262,6 +279,11 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     return _reshape(input, new, view_only=True)
 
 
+def _np_expand_dims(a: Tensor, axis: int) -> Tensor:
+    return unsqueeze(a, axis)
+
+
+@SHAPE.op(nodes=(ViewBackward0,), functions=((np.expand_dims, _np_expand_dims),))
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     """Insert a dim of size 1 at ``dim``."""
     shp = input.shape
@@ -271,13 +293,14 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 class PermuteBackward0(Node):
     __slots__ = ("dims",)
+    dims: tuple[int, ...]
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         inv = tuple(np.argsort(self.dims))
         return (np.transpose(grads[0], inv),)
 
 
-@implements_function(np.transpose)
+@SHAPE.op(nodes=(PermuteBackward0,), functions=(np.transpose,))
 def permute(input: Tensor, *dims: Any, axes: Any = None) -> Tensor:
     """Reorder dims: output dim i is input dim ``dims[i]``."""
     if axes is not None:
@@ -290,13 +313,12 @@ def permute(input: Tensor, *dims: Any, axes: Any = None) -> Tensor:
     if sorted(dims) != list(range(nd)):
         raise RuntimeError(f"permute(): dims {list(dims)} are not a permutation of the {nd} dims of the input")
     out = make_view(input, np.transpose(input._data, dims))
-    if needs_grad(input):
-        node = PermuteBackward0()
-        node.dims = dims
-        record(node, (input,), (out,))
+    if input._requires_grad and grad_enabled():
+        link_one(PermuteBackward0(dims), input, out)
     return out
 
 
+@SHAPE.op(nodes=(PermuteBackward0,))
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
     nd = input.ndim
@@ -308,12 +330,12 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return permute(input, perm)
 
 
-@implements_function(np.swapaxes)
+@SHAPE.op(nodes=(PermuteBackward0,), functions=(np.swapaxes,))
 def swapaxes(input: Tensor, axis1: int, axis2: int) -> Tensor:
     return transpose(input, axis1, axis2)
 
 
-@implements_function(np.moveaxis)
+@SHAPE.op(nodes=(PermuteBackward0,), functions=(np.moveaxis,))
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     """Move dims from ``source`` to ``destination`` positions."""
     src = source if isinstance(source, (tuple, list)) else (source,)
@@ -332,12 +354,13 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 
 class ExpandBackward0(Node):
     __slots__ = ("in_shape",)
+    in_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (sum_to(grads[0], self.in_shape),)
 
 
-@implements_function(np.broadcast_to)
+@SHAPE.op(nodes=(ExpandBackward0,), functions=(np.broadcast_to,))
 def broadcast_to(input: Tensor, shape: Any) -> Tensor:
     """A read-only broadcast view of ``input`` with ``shape``."""
     shape = _shape_args((shape,)) if not isinstance(shape, int) else (shape,)
@@ -350,13 +373,12 @@ def broadcast_to(input: Tensor, shape: Any) -> Tensor:
             f"cannot broadcast {list(xd.shape)} to {list(shape)}"
         ) from None
     out = make_view(input, arr)
-    if needs_grad(input):
-        node = ExpandBackward0()
-        node.in_shape = xd.shape
-        record(node, (input,), (out,))
+    if input._requires_grad and grad_enabled():
+        link_one(ExpandBackward0(xd.shape), input, out)
     return out
 
 
+@SHAPE.op(nodes=(ExpandBackward0,))
 def expand(input: Tensor, *sizes: Any) -> Tensor:
     """Broadcast to ``sizes``; -1 keeps a dim's size."""
     sizes = int_tuple(sizes, "expand", "size")
@@ -371,44 +393,22 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     return broadcast_to(input, target)
 
 
-@implements_function(np.reshape)
-def _np_reshape(a: Tensor, shape: Any = None, order: str = "C", *, newshape: Any = None) -> Tensor:
-    return reshape(a, shape if shape is not None else newshape)
-
-
-@implements_function(np.expand_dims)
-def _np_expand_dims(a: Tensor, axis: int) -> Tensor:
-    return unsqueeze(a, axis)
-
-
-@implements_function(np.squeeze)
-def _np_squeeze(a: Tensor, axis: Any = None) -> Tensor:
-    return squeeze(a, axis)
-
-
-for _name, _fn in {
-    "reshape": reshape, "view": view, "flatten": flatten, "squeeze": squeeze, "unsqueeze": unsqueeze,
-    "permute": permute, "transpose": transpose, "swapaxes": swapaxes, "expand": expand,
-    "broadcast_to": broadcast_to, "movedim": movedim,
-}.items():
-    tensor_method(_name)(_fn)
-
-
-def _reshape_as(self: Tensor, other: Tensor) -> Tensor:
+@SHAPE.op(nodes=(ViewBackward0,), export=False)
+def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.reshape(other.shape)``."""
     return reshape(self, other.shape)
 
 
-def _expand_as(self: Tensor, other: Tensor) -> Tensor:
+@SHAPE.op(nodes=(ExpandBackward0,), export=False)
+def expand_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.expand(other.shape)``."""
     return broadcast_to(self, other.shape)
 
 
-def _view_as(self: Tensor, other: Tensor) -> Tensor:
+@SHAPE.op(nodes=(ViewBackward0,), export=False)
+def view_as(self: Tensor, other: Tensor) -> Tensor:
+    """``self.view(other.shape)``."""
     return view(self, other.shape)
-
-
-Tensor.reshape_as = _reshape_as  # type: ignore[attr-defined]
-Tensor.expand_as = _expand_as  # type: ignore[attr-defined]
-Tensor.view_as = _view_as  # type: ignore[attr-defined]
 
 
 # ----- cat / stack ----------------------------------------------------------------------
@@ -435,6 +435,7 @@ def _as_tensor_list(tensors: Any, op: str) -> list[Tensor]:
 
 class CatBackward0(Node):
     __slots__ = ("slicers",)
+    slicers: list[tuple[Any, ...]]
 
     def apply(self, grads: list[Any]) -> list[Any]:
         g = grads[0]
@@ -445,6 +446,14 @@ class StackBackward0(CatBackward0):
     __slots__ = ()
 
 
+def _np_concatenate(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
+    if out is not None or kwargs:
+        return NotImplemented  # type: ignore[no-any-return]
+    return cat(arrays, axis)
+
+
+@SHAPE.op(nodes=(CatBackward0,), method=False, aliases=("concat", "concatenate"),
+          functions=((np.concatenate, _np_concatenate),))
 def cat(tensors: Any, dim: int = 0) -> Tensor:
     """Concatenate ``tensors`` along an existing dim ``dim``."""
     ts = _as_tensor_list(tensors, "cat")
@@ -470,9 +479,8 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
                     f"but got size {t.shape[k]} for tensor number {i} in the list."
                 )
     device = common_device(*ts)
-    out = Tensor._wrap(np.concatenate([t._data for t in ts], axis=d), device)
+    out = new_tensor(np.concatenate([t._data for t in ts], axis=d), device)
     if needs_grad(*ts):
-        node = CatBackward0()
         lead = (slice(None),) * d
         slicers = []
         off = 0
@@ -480,22 +488,17 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
             n = t.shape[d]
             slicers.append(lead + (slice(off, off + n),))
             off += n
-        node.slicers = slicers
-        record(node, ts, (out,))
+        record(CatBackward0(slicers), ts, (out,))
     return out
 
 
-concat = cat
-concatenate = cat
-
-
-@implements_function(np.concatenate)
-def _np_concatenate(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
+def _np_stack(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
     if out is not None or kwargs:
-        return NotImplemented
-    return cat(arrays, axis)
+        return NotImplemented  # type: ignore[no-any-return]
+    return stack(arrays, axis)
 
 
+@SHAPE.op(nodes=(StackBackward0,), method=False, functions=((np.stack, _np_stack),))
 def stack(tensors: Any, dim: int = 0) -> Tensor:
     """Join ``tensors`` (all of one shape) along a new dim ``dim``."""
     ts = _as_tensor_list(tensors, "stack")
@@ -508,20 +511,11 @@ def stack(tensors: Any, dim: int = 0) -> Tensor:
             )
     d = _wrap_dim(dim, len(shp) + 1)
     device = common_device(*ts)
-    out = Tensor._wrap(np.stack([t._data for t in ts], axis=d), device)
+    out = new_tensor(np.stack([t._data for t in ts], axis=d), device)
     if needs_grad(*ts):
-        node = StackBackward0()
         lead = (slice(None),) * d
-        node.slicers = [lead + (i,) for i in range(len(ts))]
-        record(node, ts, (out,))
+        record(StackBackward0([lead + (i,) for i in range(len(ts))]), ts, (out,))
     return out
-
-
-@implements_function(np.stack)
-def _np_stack(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
-    if out is not None or kwargs:
-        return NotImplemented
-    return stack(arrays, axis)
 
 
 # ----- split / chunk / unbind ------------------------------------------------------------
@@ -531,6 +525,10 @@ def _np_stack(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Ten
 
 class SplitBackward0(Node):
     __slots__ = ("slicers", "in_shape", "dtype", "dim")
+    slicers: list[tuple[Any, ...]]
+    in_shape: Shape
+    dtype: np.dtype
+    dim: int
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         present = [g for g in grads if g is not None]
@@ -585,15 +583,11 @@ def _split_pieces(
         off += n
     outs = tuple(make_view(input, xd[s]) for s in slicers)
     if needs_grad(input):
-        node = node_cls()
-        node.slicers = slicers
-        node.in_shape = xd.shape
-        node.dtype = xd.dtype
-        node.dim = d
-        record(node, (input,), outs)
+        record(node_cls(slicers, xd.shape, xd.dtype, d), (input,), outs)
     return outs
 
 
+@SHAPE.op(nodes=(SplitBackward0, SplitWithSizesBackward0))
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into pieces of ``split_size_or_sections`` (one int: equal pieces, the last
     smaller; a list: those sizes) along ``dim``. The pieces are views of ``tensor``."""
@@ -625,6 +619,7 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
     return _split_pieces(tensor, sizes, d, SplitBackward0)
 
 
+@SHAPE.op(nodes=(SplitBackward0, SplitWithSizesBackward0))
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Split into ``chunks`` pieces of ``ceil(size / chunks)`` along ``dim`` (fewer if they run out)."""
     chunks = _index(chunks, "chunks")
@@ -640,6 +635,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     return split(input, size, d)
 
 
+@SHAPE.op(nodes=(UnbindBackward0,))
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     """The slices along ``dim``, as views with that dim removed."""
     if input.ndim == 0:
@@ -653,12 +649,13 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
 
 class FlipBackward0(Node):
     __slots__ = ("dims",)
+    dims: tuple[int, ...]
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (np.flip(grads[0], self.dims),)
 
 
-@implements_function(np.flip)
+@SHAPE.op(nodes=(FlipBackward0,), functions=(np.flip,))
 def flip(input: Tensor, dims: Any = None, *, axis: Any = None) -> Tensor:
     """Reverse the order of elements along ``dims`` (a copy, as torch.flip)."""
     if axis is not None:
@@ -668,22 +665,24 @@ def flip(input: Tensor, dims: Any = None, *, axis: Any = None) -> Tensor:
         ds = tuple(range(nd))
     else:
         ds = tuple(_wrap_dim(d, nd) for d in int_tuple((dims,), "flip", "dims"))
-    out = Tensor._wrap(np.flip(input._data, ds).copy() if nd else input._data.copy(), input._device)
-    if needs_grad(input):
-        node = FlipBackward0()
-        node.dims = ds
-        record(node, (input,), (out,))
+    out = new_tensor(np.flip(input._data, ds).copy() if nd else input._data.copy(), input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(FlipBackward0(ds), input, out)
     return out
 
 
 class RepeatBackward0(Node):
     __slots__ = ("split_shape", "axes", "in_shape")
+    split_shape: Shape
+    axes: tuple[int, ...]
+    in_shape: Shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0].reshape(self.split_shape).sum(axis=self.axes)
         return (g.reshape(self.in_shape),)
 
 
+@SHAPE.op(nodes=(RepeatBackward0,))
 def repeat(input: Tensor, *sizes: Any) -> Tensor:
     """Tile ``input`` ``sizes[i]`` times along dim i (torch.Tensor.repeat; ``len(sizes) >= ndim``)."""
     reps = int_tuple(sizes, "repeat", "repeats")
@@ -693,20 +692,16 @@ def repeat(input: Tensor, *sizes: Any) -> Tensor:
             "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
         )
     padded = (1,) * (len(reps) - len(shp)) + shp
-    out = Tensor._wrap(np.tile(input._data.reshape(padded), reps), input._device)
-    if needs_grad(input):
-        node = RepeatBackward0()
+    out = new_tensor(np.tile(input._data.reshape(padded), reps), input._device)
+    if input._requires_grad and grad_enabled():
         split_shape: list[int] = []
         for r, s in zip(reps, padded):
             split_shape += [r, s]
-        node.split_shape = tuple(split_shape)
-        node.axes = tuple(range(0, 2 * len(reps), 2))
-        node.in_shape = shp
-        record(node, (input,), (out,))
+        link_one(RepeatBackward0(tuple(split_shape), tuple(range(0, 2 * len(reps), 2)), shp), input, out)
     return out
 
 
-@implements_function(np.tile)
+@SHAPE.op(nodes=(RepeatBackward0,), functions=(np.tile,))
 def tile(input: Tensor, dims: Any, *more: Any) -> Tensor:
     """Like repeat, but ``dims`` shorter than ``ndim`` is padded with ones in front."""
     reps = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,) + more
@@ -715,7 +710,6 @@ def tile(input: Tensor, dims: Any, *more: Any) -> Tensor:
     return repeat(input, reps)
 
 
-for _name, _fn in {
-    "split": split, "chunk": chunk, "unbind": unbind, "flip": flip, "repeat": repeat, "tile": tile,
-}.items():
-    tensor_method(_name)(_fn)
+concat = concatenate = cat
+
+__all__ = SHAPE.exports(__name__)

@@ -1,0 +1,537 @@
+"""Pointwise ops made from formulas: the templates of the elementwise family, and torch's
+type promotion.
+
+``PointwiseTable`` is an ``OpTable`` (NOTE [Op tables]) with one method per kind of
+pointwise op; each call makes the op's forward (and its Node class) and registers it:
+
+* ``unary(name, kernel, rule, saves=...)``: ``kernel(x)`` with the derivative
+  ``rule``, an expression of ``g`` (the output's gradient) and ``v`` (the saved
+  input or output);
+* ``binary(name, kernel, da=..., db=...)``: ``kernel(a, b)`` with broadcasting and
+  torch's type promotion; ``da``/``db`` are expressions of ``g``, ``a``, ``b`` and
+  ``out`` giving each operand's gradient before it is summed back to its shape;
+* ``compare(name, kernel)`` / ``predicate(name, kernel)``: boolean results, no gradient.
+
+NOTE [Formulas]: as in torch's derivatives.yaml, an operand is saved only when the
+formula of an operand that requires grad reads it (``mul``: ``b`` is saved if ``a``
+requires grad). A formula is compiled into the Node's ``apply`` once, so a backward
+step is one Python call; it runs on ndarrays in an ordinary pass and on Tensors in a
+create_graph pass (NOTE [One rule for both modes] in _common.py). Names a formula may
+use: ``np``, ``Tensor``, ``graph`` (whether this is a create_graph pass), and what
+the row passes as ``env``.
+
+NOTE [Fast path]: the forward a template makes first tries the common case, all
+operands Tensors of one dtype and device, or a float Tensor with a Python number
+(a weak scalar, which keeps the tensor's dtype as in torch), and records with the
+fewest objects (graph.py NOTE [Cheap recording]); anything else (arrays, mixed
+dtypes, integer promotion, errors) takes the general path below it, which
+coerces the operands and applies NOTE [Type promotion].
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+import numpy as np
+
+from ..autograd.graph import Node, edge_to, link, link_one, save, save_output, sole_owner, sum_to, unpack
+from ..tensor import Tensor, get_default_dtype, new_tensor
+from ._common import as_tensor_operand, broadcast_shapes, common_device, grad_enabled, operand_error
+from ._table import OpDef, OpTable
+
+if TYPE_CHECKING:
+    from ..device import Device
+
+__all__ = ["PointwiseTable", "UnaryOp", "BinaryOp", "result_type", "result_dtype", "prep_operands", "cast_result",
+           "make_unary", "make_binary"]
+
+_ndarray = np.ndarray
+
+
+class UnaryOp(Protocol):
+    def __call__(self, input: Tensor) -> Tensor: ...
+
+
+class BinaryOp(Protocol):
+    def __call__(self, input: Any, other: Any) -> Tensor: ...
+
+
+# ----- type promotion ----------------------------------------------------------------
+# NOTE [Type promotion]: torch's rule, not numpy's. Operands fall in three tiers:
+# tensors with dims, 0-d tensors, Python numbers ("wrapped numbers": a float
+# counts as the default dtype, an int as int64). Each tier promotes within
+# itself, and a lower tier only matters when it is of a higher category
+# (bool < integer < floating < complex): float32[3] + float64 0-d is float32,
+# int64[3] + 2.5 is the default dtype, int32[3] + float32[3] is float32
+# (numpy would say float64). The op computes with numpy and casts to this dtype.
+
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_INT64 = np.dtype(np.int64)
+_BOOL = np.dtype(np.bool_)
+
+
+def _promote_types(d1: Any, d2: Any) -> Any:
+    """torch.promote_types: across categories the higher one wins (int + float16 -> float16)."""
+    if d1 is None:
+        return d2
+    if d2 is None or d1 == d2:
+        return d1
+    c1, c2 = _CATEGORY[d1.kind], _CATEGORY[d2.kind]
+    if c1 == c2:
+        return np.promote_types(d1, d2)
+    if c1 < c2:
+        d1, d2, c1, c2 = d2, d1, c2, c1
+    if c1 == 3 and c2 == 2:
+        return np.promote_types(d1, np.result_type(d2, np.complex64))
+    return d1
+
+
+def _combine_categories(higher: Any, lower: Any) -> Any:
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    ch, cl = _CATEGORY[higher.kind], _CATEGORY[lower.kind]
+    if ch == 3:
+        return higher
+    if cl == 3:
+        return _promote_types(higher, lower) if ch == 2 else lower
+    if ch == 2:
+        return higher
+    if ch == 0 or cl == 2:
+        return _promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands: Any) -> np.dtype:
+    """The dtype torch gives an elementwise op on ``operands`` (Tensors, arrays, Python numbers)."""
+    dim = zero = wrapped = None
+    for x in operands:
+        if isinstance(x, Tensor):
+            d = x._data.dtype
+            if x._data.ndim:
+                dim = _promote_types(dim, d)
+            else:
+                zero = _promote_types(zero, d)
+        elif isinstance(x, np.ndarray):
+            if x.ndim:
+                dim = _promote_types(dim, x.dtype)
+            else:
+                zero = _promote_types(zero, x.dtype)
+        elif isinstance(x, bool):
+            wrapped = _promote_types(wrapped, _BOOL)
+        elif isinstance(x, int):
+            wrapped = _promote_types(wrapped, _INT64)
+        elif isinstance(x, float):
+            wrapped = _promote_types(wrapped, get_default_dtype())
+        elif isinstance(x, complex):
+            wrapped = _promote_types(wrapped, np.dtype(np.complex128 if get_default_dtype() == np.float64 else np.complex64))
+        elif x is not None:
+            zero = _promote_types(zero, np.asarray(x).dtype)
+    return _combine_categories(dim, _combine_categories(zero, wrapped))  # type: ignore[no-any-return]
+
+
+def result_dtype(a: Any, b: Any, floating: bool = False) -> np.dtype:
+    """torch's promoted dtype of ``a`` and ``b`` (``floating``: int -> default float)."""
+    if a.__class__ is Tensor and b.__class__ is Tensor:
+        want = a._data.dtype
+        if b._data.dtype != want:
+            want = result_type(a, b)
+    elif a.__class__ is Tensor and b.__class__ is float and a._data.dtype.kind == "f":
+        want = a._data.dtype  # the common case: float tensor with a Python float
+    else:
+        want = result_type(a, b)
+    if floating and want.kind in "biu":
+        want = get_default_dtype()
+    return want  # type: ignore[no-any-return]
+
+
+def cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray:
+    """Cast a numpy result to torch's promoted dtype of ``a`` and ``b`` (``floating``: int -> default float)."""
+    want = result_dtype(a, b, floating)
+    if res.__class__ is not np.ndarray:
+        res = np.asarray(res)
+    if res.dtype != want:
+        res = res.astype(want)
+    return res  # type: ignore[no-any-return]
+
+
+def prep_operands(a: Any, b: Any, op: str, second: str = "other") -> tuple[Any, Any, Any, Any, Device]:
+    """The operands of binary op ``op`` checked and coerced (NOTE [Operands] in _common.py): (a, b, a's
+    data, b's data, device), Tensors or Python numbers."""
+    like = a if isinstance(a, Tensor) else b
+    if not isinstance(like, Tensor):
+        raise operand_error(op, "input", 1, a)
+    if a.__class__ is not Tensor:
+        a = as_tensor_operand(a, like, op, "input", 1)
+    if b.__class__ is not Tensor:
+        b = as_tensor_operand(b, like, op, second, 2)
+    device = common_device(a, b)
+    ad = a._data if isinstance(a, Tensor) else a
+    bd = b._data if isinstance(b, Tensor) else b
+    if a.__class__ is Tensor and b.__class__ is Tensor and ad.shape != bd.shape:
+        broadcast_shapes(ad.shape, bd.shape)
+    return a, b, ad, bd, device
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return x._data.shape if isinstance(x, Tensor) else ()
+
+
+# ----- compiling formulas into apply (NOTE [Formulas]) -------------------------------
+
+_IN_PLACE_MIN = 4096  # elements: below this the ownership check costs more than it saves
+
+# A saved operand: a saved tensor (unpacked with its checks, or straight from the tuple
+# in an ordinary pass when its version is unchanged), a Python number as is, or None
+# once released (unpack raises the "backward through the graph a second time" error).
+_LOAD = """\
+        {x} = self.{x}
+        if {x}.__class__ is tuple:
+            {x} = {x}[0] if (not graph and {x}[1].value == {x}[2]) else unpack(self, {x}, graph)
+        elif {x} is None:
+            unpack(self, None, graph)
+"""
+
+
+def _uses(formula: str, name: str) -> bool:
+    return re.search(rf"\b{name}\b", formula) is not None
+
+
+def _namespace(env: dict[str, Any] | None) -> dict[str, Any]:
+    ns: dict[str, Any] = {"np": np, "Tensor": Tensor, "unpack": unpack, "sole_owner": sole_owner, "sum_to": sum_to}
+    if env:
+        ns.update(env)
+    return ns
+
+
+def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str, Any] | None) -> type[Node]:
+    if saves == "none":
+        ns = _namespace(env)
+        exec(f"def apply(self, grads):\n    g = grads[0]\n    graph = g.__class__ is Tensor\n    return ({rule},)\n", ns)
+        return type(node_name, (Node,), {
+            "__slots__": (), "apply": ns["apply"], "__module__": "aiograd.ops.elementwise",
+            "__doc__": f"Backward of {name}: grad_input = {rule}.",
+        })
+    # A rule "g * factor" may multiply into g itself when only the engine's input list
+    # holds g (refs: that list, the local name g, the helper's argument): one allocation
+    # less per node, and the memory of a hand-written in-place backward. Small arrays skip the check.
+    in_place = (
+        f"        if g.size >= {_IN_PLACE_MIN} and sole_owner(g, 3):\n"
+        f"            return (np.multiply(g, {rule[4:]}, out=g),)\n"
+        if rule.startswith("g * ") else ""
+    )
+    src = (
+        "def apply(self, grads):\n"
+        "    g = grads[0]\n"
+        "    s = self.saved\n"
+        "    if s is not None and g.__class__ is not Tensor and s[1].value == s[2]:\n"
+        "        v = s[0]\n"
+        + in_place
+        + "    else:\n"
+        "        v = unpack(self, s, g.__class__ is Tensor)\n"
+        f"    return ({rule},)\n"
+    )
+    ns = _namespace(env)
+    exec(src, ns)
+    return type(node_name, (Node,), {
+        "__slots__": ("saved",), "__annotations__": {"saved": "Saved"}, "apply": ns["apply"],
+        "__module__": "aiograd.ops.elementwise",
+        "__doc__": f"Backward of {name}: grad_input = {rule} (v = saved {saves}).",
+    })
+
+
+def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any] | None) -> type[Node]:
+    def branch(i: int, var: str, formula: str, shape: str) -> str:
+        loads = "".join(_LOAD.format(x=x) for x in ("a", "b", "out") if _uses(formula, x))
+        return (
+            f"    if e[{i}] is not None:\n{loads}"
+            f"        {var} = {formula}\n"
+            f"        if {var}.shape != self.{shape}:\n"
+            f"            {var} = sum_to({var}, self.{shape})\n"
+        )
+
+    src = (
+        "def apply(self, grads):\n"
+        "    g = grads[0]\n"
+        "    graph = g.__class__ is Tensor\n"
+        "    e = self.next_edges\n"
+        "    ga = gb = None\n"
+        + branch(0, "ga", da, "a_shape")
+        + branch(1, "gb", db, "b_shape")
+        + "    return ga, gb\n"
+    )
+    ns = _namespace(env)
+    exec(src, ns)
+    uses_out = _uses(da, "out") or _uses(db, "out")
+    fields = {"a": "SavedOperand", "b": "SavedOperand", "a_shape": "Shape", "b_shape": "Shape"}
+    if uses_out:
+        fields["out"] = "Saved"
+    return type(node_name, (Node,), {
+        "__slots__": tuple(fields), "__annotations__": fields, "apply": ns["apply"],
+        "__module__": "aiograd.ops.elementwise",
+        "__doc__": f"Backward of {name}: grad_a = {da}, grad_b = {db}, each summed to its operand's shape.",
+    })
+
+
+def make_unary(
+    name: str,
+    kernel: Callable[[np.ndarray], Any],
+    rule: str,
+    *,
+    saves: str,
+    node: str,
+    integers: str = "float",
+    env: dict[str, Any] | None = None,
+    doc: str | None = None,
+) -> tuple[UnaryOp, type[Node]]:
+    """The forward and Node class of ``PointwiseTable.unary`` (without registering them)."""
+    if saves not in ("input", "output", "none"):
+        raise ValueError(f"{name}: saves must be 'input', 'output' or 'none', got {saves!r}")
+    if integers not in ("float", "keep", "copy"):
+        raise ValueError(f"{name}: integers must be 'float', 'keep' or 'copy', got {integers!r}")
+    node_cls = _unary_node(name, node, rule, saves, env)
+    save_out = saves == "output"
+    save_none = saves == "none"
+    cast_ints = integers == "float"
+    copy_ints = integers == "copy"
+
+    def forward(input: Tensor) -> Tensor:
+        if input.__class__ is not Tensor:
+            input = _unary_operand(input, name)
+        xd = input._data
+        dt = xd.dtype
+        if dt.kind not in "fc":
+            if copy_ints:
+                return new_tensor(xd.copy(), input._device)
+            if cast_ints:
+                xd = xd.astype(get_default_dtype())
+                dt = xd.dtype
+        res = kernel(xd)
+        if res.__class__ is not _ndarray:
+            res = np.asarray(res)
+        if res.dtype is not dt and res.dtype.kind == dt.kind:
+            res = res.astype(dt)  # a kernel without a loop for this dtype (scipy on float16)
+        out = new_tensor(res, input._device)
+        if input._requires_grad and grad_enabled():
+            if save_none:
+                link_one(node_cls(), input, out)
+            else:
+                link_one(node_cls(save_output(out) if save_out else save(input)), input, out)  # type: ignore[call-arg]
+        return out
+
+    _name(forward, name, doc or f"Elementwise {name}, differentiable.")
+    return forward, node_cls
+
+
+def make_binary(
+    name: str,
+    kernel: Callable[[Any, Any], Any],
+    *,
+    da: str,
+    db: str,
+    node: str,
+    floating: bool = False,
+    alpha: Callable[[Any, Any], Any] | None = None,
+    env: dict[str, Any] | None = None,
+    doc: str | None = None,
+) -> tuple[Any, type[Node]]:
+    """The forward and Node class of ``PointwiseTable.binary`` (without registering them)."""
+    node_cls = _binary_node(name, node, da, db, env)
+    # which operand each gradient reads: saved only when that gradient is needed
+    a_for_a, b_for_a = _uses(da, "a"), _uses(da, "b")
+    a_for_b, b_for_b = _uses(db, "a"), _uses(db, "b")
+    uses_out = _uses(da, "out") or _uses(db, "out")
+
+    def make_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> Node:
+        sa = (save(a) if isinstance(a, Tensor) else a) if (ra and a_for_a) or (rb and a_for_b) else 0
+        sb = (save(b) if isinstance(b, Tensor) else b) if (ra and b_for_a) or (rb and b_for_b) else 0
+        if uses_out:
+            return node_cls(sa, sb, a_shape, b_shape, save_output(out))  # type: ignore[call-arg]
+        return node_cls(sa, sb, a_shape, b_shape)  # type: ignore[call-arg]
+
+    def general(input: Any, other: Any) -> Tensor:
+        a, b, ad, bd, device = prep_operands(input, other, name)
+        out = new_tensor(cast_result(kernel(ad, bd), a, b, floating), device)
+        ra = isinstance(a, Tensor) and a._requires_grad
+        rb = isinstance(b, Tensor) and b._requires_grad
+        if (ra or rb) and grad_enabled():
+            node = make_node(a, b, ra, rb, _shape(a), _shape(b), out)
+            link(node, [edge_to(a) if ra else None, edge_to(b) if rb else None], out)
+        return out
+
+    scale = alpha
+
+    def forward(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+        if alpha != 1:
+            if scale is None:
+                raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
+            other = scale(other, alpha)
+        if input.__class__ is Tensor:
+            ad = input._data
+            oc = other.__class__
+            if oc is Tensor:
+                bd = other._data
+                dt = ad.dtype
+                if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or not floating):
+                    res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
+                    out = new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
+                    ra = input._requires_grad
+                    rb = other._requires_grad
+                    if (ra or rb) and grad_enabled():
+                        node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
+                        link(node, [edge_to(input) if ra else None, edge_to(other) if rb else None], out)
+                    return out
+            elif (oc is float or oc is int) and ad.dtype.kind == "f":
+                res = kernel(ad, other)
+                out = new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
+                if input._requires_grad and grad_enabled():
+                    link(make_node(input, other, True, False, ad.shape, (), out), [edge_to(input), None], out)
+                return out
+        return general(input, other)
+
+    if scale is None:  # what inspect (and the stub generator) shows: no alpha keyword
+        forward.__signature__ = inspect.signature(_plain_binary)  # type: ignore[attr-defined]
+    _name(forward, name, doc or f"Elementwise {name} with broadcasting, differentiable.")
+    return forward, node_cls
+
+
+def _plain_binary(input: Any, other: Any) -> Tensor:
+    """The signature of a binary op without ``alpha`` (see ``make_binary``)."""
+    raise NotImplementedError
+
+
+# ----- the table ------------------------------------------------------------------------
+
+
+class PointwiseTable(OpTable):
+    """An ``OpTable`` that can also make pointwise ops from kernels and formulas."""
+
+    def unary(
+        self,
+        name: str,
+        kernel: Callable[[np.ndarray], Any],
+        rule: str,
+        *,
+        saves: str,
+        node: str,
+        integers: str = "float",
+        ufuncs: tuple[Any, ...] = (),
+        aliases: tuple[str, ...] = (),
+        operators: tuple[str, ...] = (),
+        inplace: bool = False,
+        env: dict[str, Any] | None = None,
+        doc: str | None = None,
+    ) -> UnaryOp:
+        """A differentiable elementwise ``kernel`` with derivative ``rule`` (an expression of
+        ``g`` and ``v``, the saved ``"input"`` or ``"output"``; ``"none"``: the rule reads neither).
+
+        ``integers``: what an integer input does: ``"float"`` computes in the default
+        float dtype, ``"keep"`` in its own dtype, ``"copy"`` returns a copy (rounding).
+        ``inplace``: also make the method ``<name>_`` (ops/inplace.py).
+        """
+        forward, node_cls = make_unary(name, kernel, rule, saves=saves, node=node, integers=integers, env=env,
+                                       doc=doc)
+        self.add(OpDef(name, forward, self.family, (node_cls,), True, aliases, operators, (), ufuncs, (), True,
+                       ("copy" if saves == "input" else "direct") if inplace else ""))
+        return forward
+
+    def binary(
+        self,
+        name: str,
+        kernel: Callable[[Any, Any], Any],
+        *,
+        da: str,
+        db: str,
+        node: str,
+        floating: bool = False,
+        alpha: Callable[[Any, Any], Any] | None = None,
+        ufuncs: tuple[Any, ...] = (),
+        aliases: tuple[str, ...] = (),
+        operators: tuple[str, ...] = (),
+        reflected: tuple[str, ...] = (),
+        env: dict[str, Any] | None = None,
+        doc: str | None = None,
+    ) -> BinaryOp:
+        """A differentiable ``kernel(a, b)`` with broadcasting and torch's promotion; ``da``/``db``
+        give each operand's gradient (NOTE [Formulas]). ``floating``: integer results become the
+        default float dtype (true division). ``alpha``: the op takes torch's ``alpha=`` keyword
+        (``kernel(a, alpha * b)``), and this function scales ``b`` by it (differentiably)."""
+        forward, node_cls = make_binary(name, kernel, da=da, db=db, node=node, floating=floating, alpha=alpha,
+                                        env=env, doc=doc)
+        self.add(OpDef(name, forward, self.family, (node_cls,), True, aliases, operators, reflected, ufuncs))
+        return forward
+
+    def compare(
+        self,
+        name: str,
+        kernel: Callable[[Any, Any], Any],
+        *,
+        ufuncs: tuple[Any, ...] = (),
+        operators: tuple[str, ...] = (),
+        reflected: tuple[str, ...] = (),
+        doc: str | None = None,
+    ) -> BinaryOp:
+        """A boolean ``kernel(a, b)`` with broadcasting (comparisons, logical and/or/xor): no gradient."""
+
+        def forward(input: Any, other: Any) -> Tensor:
+            if input.__class__ is Tensor and other.__class__ is Tensor and input._device is other._device:
+                ad = input._data
+                bd = other._data
+                res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
+                device = input._device
+            else:
+                a, b, ad, bd, device = prep_operands(input, other, name)
+                res = kernel(ad, bd)
+            return new_tensor(res if res.__class__ is _ndarray else np.asarray(res), device)
+
+        _name(forward, name, doc or f"Elementwise {name} (not differentiable): a bool tensor.")
+        self.add(OpDef(name, forward, self.family, (), True, (), operators, reflected, ufuncs, (), True))
+        return forward
+
+    def predicate(
+        self,
+        name: str,
+        kernel: Callable[[np.ndarray], Any],
+        *,
+        ufuncs: tuple[Any, ...] = (),
+        operators: tuple[str, ...] = (),
+        doc: str | None = None,
+    ) -> UnaryOp:
+        """An elementwise ``kernel(x)`` without gradient (isnan, sign, logical_not, ...)."""
+
+        def forward(input: Tensor) -> Tensor:
+            if input.__class__ is not Tensor:
+                input = _unary_operand(input, name)
+            res = kernel(input._data)
+            return new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
+
+        _name(forward, name, doc or f"Elementwise {name} (not differentiable).")
+        self.add(OpDef(name, forward, self.family, (), True, (), operators, (), ufuncs, (), True))
+        return forward
+
+
+def _name(fn: Callable[..., Any], name: str, doc: str) -> None:
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "aiograd.ops.elementwise"
+    fn.__doc__ = doc
+    fn.checks_operands = True  # type: ignore[attr-defined]  # on its slow path: its public form is itself
+
+
+def _broadcasting(kernel: Callable[[Any, Any], Any], ad: np.ndarray, bd: np.ndarray) -> Any:
+    """``kernel(ad, bd)`` for operands of different shapes, with torch's error when they do not broadcast."""
+    try:
+        return kernel(ad, bd)
+    except ValueError:
+        broadcast_shapes(ad.shape, bd.shape)
+        raise
+
+
+def _unary_operand(x: Any, op: str) -> Tensor:
+    """The operand of a unary op when it is not exactly a Tensor: a subclass (Parameter), else torch's
+    TypeError (NOTE [Operands] in _common.py)."""
+    if isinstance(x, Tensor):
+        return x
+    raise operand_error(op, "input", 1, x)
