@@ -9,11 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
 
 import aiograd as ag
+from helpers import t64 as _t
 from aiograd._aio import run_sync
-
-
-def _t(a, requires_grad=True):
-    return ag.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
 
 
 class _WrongBackward(ag.Function):

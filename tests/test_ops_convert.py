@@ -9,10 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
 
 import aiograd as ag
-
-
-def _t(a, requires_grad=True):
-    return ag.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
+from helpers import t64 as _t
 
 
 @given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**32 - 1))

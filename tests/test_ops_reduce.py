@@ -1,5 +1,6 @@
-"""Reductions: forward against numpy, gradients against finite differences (first and second order)
-over hypothesis-drawn shapes, dims and keepdim; tie rules, zeros in prod, torch's names, errors."""
+"""Reductions: forward against numpy and first derivatives over hypothesis-drawn shapes, dims and
+keepdim (second derivatives: the rows in tests/op_rows.py); tie rules, zeros in prod, torch's names,
+errors."""
 
 from __future__ import annotations
 
@@ -10,23 +11,10 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
 
 import aiograd as ag
-from aiograd._aio import run_sync
-
-
-def _t(a, requires_grad=True):
-    return ag.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
-
-
-def check(fn, inputs, second=True):
-    assert run_sync(lambda: ag.gradcheck(fn, inputs))
-    if second:
-        assert run_sync(lambda: ag.gradgradcheck(fn, inputs))
-
-
-def _distinct(rng, shape):
-    """Values at least 0.1 apart (no ties, even under a finite-difference step), in random order."""
-    n = int(np.prod(shape))
-    return ((rng.permutation(n) - n / 2) * 0.1 + rng.uniform(0, 0.01, n)).reshape(shape)
+from helpers import check_grads as check
+from helpers import distinct as _distinct
+from helpers import t64 as _t
+from op_rows import REDUCE, ROWS
 
 
 @st.composite
@@ -52,69 +40,28 @@ def _np_axis(dim, shape):
     return dim
 
 
-def _kw(dim, keepdim):
-    return {} if dim is None else {"dim": dim, "keepdim": keepdim}
+_DIM_ROWS = [r for r in ROWS if r.cases[:4] == REDUCE[:4] and r.fn is None]
 
 
-# name, op(x, dim, keepdim), numpy ref(a, axis, keepdims), sample, node, smooth
-def _ref_std(a, axis, keepdims, correction=1):
-    return np.std(a, axis=axis, keepdims=keepdims, ddof=correction)
-
-
-def _ref_lse(a, axis, keepdims):
-    m = np.max(a, axis=axis, keepdims=True)
-    r = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
-    return r if keepdims else (np.squeeze(r, axis=axis) if axis is not None else r.reshape(()))
-
-
-def _pos(rng, shape):
-    return rng.uniform(0.5, 1.5, shape)
-
-
-def _any(rng, shape):
-    return rng.uniform(-2, 2, shape)
-
-
-REDUCTIONS = [
-    ("sum", lambda x, d, k: x.sum(**_kw(d, k)), lambda a, ax, kd: np.sum(a, axis=ax, keepdims=kd), _any,
-     "SumBackward0"),
-    ("mean", lambda x, d, k: x.mean(**_kw(d, k)), lambda a, ax, kd: np.mean(a, axis=ax, keepdims=kd), _any,
-     "MeanBackward0"),
-    ("prod", lambda x, d, k: x.prod(**_kw(d, k)), lambda a, ax, kd: np.prod(a, axis=ax, keepdims=kd), _pos,
-     "ProdBackward0"),
-    ("amax", lambda x, d, k: x.amax(**_kw(d, k)), lambda a, ax, kd: np.max(a, axis=ax, keepdims=kd), _distinct,
-     "AmaxBackward0"),
-    ("amin", lambda x, d, k: ag.amin(x, **_kw(d, k)), lambda a, ax, kd: np.min(a, axis=ax, keepdims=kd),
-     _distinct, "AminBackward0"),
-    ("var", lambda x, d, k: x.var(**_kw(d, k)), lambda a, ax, kd: np.var(a, axis=ax, keepdims=kd, ddof=1), _any,
-     "VarBackward0"),
-    ("var_correction0", lambda x, d, k: x.var(**_kw(d, k), correction=0),
-     lambda a, ax, kd: np.var(a, axis=ax, keepdims=kd), _any, "VarBackward0"),
-    ("std", lambda x, d, k: x.std(**_kw(d, k)), lambda a, ax, kd: _ref_std(a, ax, kd), _distinct, "StdBackward0"),
-    ("std_unbiased_false", lambda x, d, k: ag.std(x, **_kw(d, k), unbiased=False),
-     lambda a, ax, kd: _ref_std(a, ax, kd, 0), _distinct, "StdBackward0"),
-    ("logsumexp", lambda x, d, k: x.logsumexp(d, k) if d is not None else x.logsumexp(tuple(range(x.ndim))),
-     _ref_lse, _any, "LogsumexpBackward0"),
-    ("norm", lambda x, d, k: x.norm(**_kw(d, k)),
-     lambda a, ax, kd: np.sqrt(np.sum(a * a, axis=ax, keepdims=kd)), _distinct, "LinalgVectorNormBackward0"),
-]
-
-
-@pytest.mark.parametrize("name, op, ref, sample, node", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+@pytest.mark.parametrize("row", _DIM_ROWS, ids=lambda r: r.op)
 @given(sd=shape_and_dims(), seed=st.integers(0, 2**32 - 1))
-def test_reduction_forward_and_gradients(name, op, ref, sample, node, sd, seed):
+def test_reductions_over_drawn_shapes_dims_and_keepdim(row, sd, seed):
+    """The reduction rows of tests/op_rows.py once more, on drawn (shape, dim, keepdim): forward
+    against numpy and first derivatives (their rows check second derivatives)."""
     shape, dim, keepdim = sd
-    if name.startswith(("var", "std")):
+    if row.op in ("var", "std"):
         n = int(np.prod([shape[d] for d in (range(len(shape)) if dim is None else np.atleast_1d(dim))]))
         assume(n >= 2)
-    a = sample(np.random.default_rng(seed), shape)
+    a = row.sample(np.random.default_rng(seed), shape)
     x = _t(a)
-    out = op(x, dim, keepdim)
-    want = np.asarray(ref(a, _np_axis(dim, shape), keepdim if dim is not None else False))
+    kw = {} if dim is None else {"dim": dim, "keepdim": keepdim}
+    op = getattr(ag, row.op)
+    out = op(x, **kw)
+    want = np.asarray(row.ref(a, _np_axis(dim, shape), keepdim if dim is not None else False))
     assert out.shape == want.shape
     np.testing.assert_allclose(out.detach().numpy(), want, rtol=1e-12, atol=1e-14)
-    assert out.grad_fn.name() == node
-    check(lambda t: op(t, dim, keepdim), (x,))
+    assert out.grad_fn.name() == row.node
+    check(lambda t: op(t, **kw), (x,), second=False)
 
 
 @given(sd=shape_and_dims(allow_tuple=False, allow_none=False), seed=st.integers(0, 2**32 - 1),
@@ -136,19 +83,6 @@ async def test_max_min_with_dim_on_every_loop(sd, seed, which):
     f = lambda t: getattr(t, which)(dim, keepdim).values  # noqa: E731
     assert await ag.gradcheck(f, (x,))
     assert await ag.gradgradcheck(f, (x,))
-
-
-@given(shape=array_shapes(min_dims=0, max_dims=3, max_side=3), seed=st.integers(0, 2**32 - 1))
-def test_full_max_min_gradients(shape, seed):
-    a = _distinct(np.random.default_rng(seed), shape)
-    x = _t(a)
-    assert x.max().item() == a.max() and x.min().item() == a.min()
-    assert x.max().grad_fn.name() == "MaxBackward1" and x.min().grad_fn.name() == "MinBackward1"
-    check(lambda t: t.max(), (x,))
-    check(lambda t: t.min() * 2, (x,))
-
-
-# ----- tie rules ----------------------------------------------------------------------------
 
 
 async def test_max_without_dim_splits_the_gradient_evenly_among_ties():

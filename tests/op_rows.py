@@ -1,0 +1,360 @@
+"""One test row per differentiable op: how to call it and on what, for tests/test_op_rows.py.
+
+A row names an op of the op tables (aiograd/ops/_table.py; NOTE [Op tables]) and
+gives the cases to run it on: the shapes of its float64 tensor inputs (which
+require grad) and any other arguments. For every case the driver checks the
+forward against ``ref`` (a numpy reference, if given), the output's node name
+against ``node``, and runs ``gradcheck`` and (unless ``gradgrad=False``)
+``gradgradcheck``. A test fails for a differentiable op of any table without a
+row, so adding an op means adding its row here:
+
+    OpRow("atan2", BINARY, ref=np.arctan2, node="Atan2Backward0"),
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+import aiograd as ag
+from helpers import Sampler, distinct, uniform
+
+Shape = tuple[int, ...]
+
+
+class Case(NamedTuple):
+    """One call of a row's op: the shapes of its tensor inputs, then its other arguments."""
+
+    shapes: tuple[Shape, ...]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = {}
+
+    def describe(self) -> str:
+        parts = ["x".join(map(str, s)) or "0d" for s in self.shapes]
+        parts += [_short(a) for a in self.args] + [f"{k}={_short(v)}" for k, v in self.kwargs.items()]
+        return ",".join(parts)
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}"
+    return repr(v).replace(" ", "")
+
+
+class OpRow(NamedTuple):
+    """The gradient test of one op (see the module docstring)."""
+
+    op: str  #: the op's name in its table (a Tensor method name for a method-only op)
+    cases: tuple[Case, ...]
+    fn: Callable[..., Any] | None = None  #: how to call it on (tensors..., args..., **kwargs); default: the op
+    sample: Sampler = uniform()  #: the values of the tensor inputs
+    ref: Callable[..., Any] | None = None  #: numpy reference of the forward, on the inputs' arrays
+    node: str | None = None  #: torch's name of the output's grad_fn
+    gradgrad: bool = True  #: also check second derivatives
+    variant: str = ""  #: tells apart several rows of one op
+    tolerance: dict[str, float] = {}  #: gradcheck's eps/atol/rtol where the defaults cannot hold (float32 casts)
+
+
+def cases(*shapes: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> tuple[Case, ...]:
+    """One Case per entry of ``shapes`` (a shape, or a tuple of shapes for several tensor inputs)."""
+    out = []
+    for s in shapes:
+        multi = isinstance(s, tuple) and len(s) > 0 and isinstance(s[0], tuple)
+        out.append(Case(s if multi else (s,), args, kwargs or {}))
+    return tuple(out)
+
+
+UNARY = cases((), (3,), (2, 3))
+# pairs that broadcast each way, with 0-d operands and size-1 dims
+BINARY = cases(((2, 3), (2, 3)), ((2, 3), (3,)), ((3, 1), (1, 2)), ((), (2,)), ((2, 2), ()))
+REDUCE = (
+    Case(((2, 3),)),
+    Case(((2, 3),), kwargs={"dim": 1}),
+    Case(((2, 3),), kwargs={"dim": 0, "keepdim": True}),
+    Case(((2, 1, 3),), kwargs={"dim": (0, 2)}),
+    Case(((),)),
+)
+POSITIVE = uniform(0.3, 2.0)
+_FRAC = [k + 0.5 for k in range(-4, 4)] + list(range(-4, 5))  # kinks of floor/ceil/round/trunc
+
+
+def _gelu_ref(x: np.ndarray, approximate: str = "none") -> np.ndarray:
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+    import math
+
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / np.sqrt(2)))
+
+
+def _softplus_ref(x: np.ndarray, beta: float = 1.0, threshold: float = 20.0) -> np.ndarray:
+    return np.where(beta * x > threshold, x, np.log1p(np.exp(beta * x)) / beta)
+
+
+def _sum_ref(a: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndarray:
+    return np.sum(a, axis=dim, keepdims=keepdim)
+
+
+def _seeded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with aiograd's generator reseeded before each call (random ops under gradcheck)."""
+
+    def call(*a: Any, **k: Any) -> Any:
+        ag.manual_seed(0)
+        return fn(*a, **k)
+
+    return call
+
+
+# a float32 result: finite differences at eps=1e-6 would see its rounding
+_FLOAT32 = {"eps": 1e-3, "atol": 1e-4, "rtol": 1e-3}
+#: differentiable ops without a row here, and where their gradient is tested instead
+EXEMPT = {
+    "half": "float16 rounding defeats finite differences; tests/test_ops_convert.py checks its gradient",
+    "floor_divide": "no derivative (as torch): tests/test_ops_elementwise.py checks that backward raises",
+    "floor_divide_": "no derivative (as torch): tests/test_ops_elementwise.py checks that backward raises",
+}
+_IDX23 = np.array([[0, 1, 1], [1, 0, 0]])  # an index into dim 0 of a (2, 3) tensor, with repeats
+_MASK23 = np.array([[True, False, True], [False, False, True]])
+
+ROWS: list[OpRow] = [
+    # ----- elementwise: arithmetic ---------------------------------------------------------------
+    OpRow("add", BINARY, ref=np.add, node="AddBackward0"),
+    OpRow("add", BINARY[:2], fn=lambda a, b: ag.add(a, b, alpha=2.5), ref=lambda a, b: a + 2.5 * b,
+          node="AddBackward0", variant="alpha"),
+    OpRow("sub", BINARY, ref=np.subtract, node="SubBackward0"),
+    OpRow("sub", UNARY, fn=lambda x: 1.5 - x, ref=lambda x: 1.5 - x, node="SubBackward0", variant="rsub"),
+    OpRow("mul", BINARY, ref=np.multiply, node="MulBackward0"),
+    OpRow("mul", UNARY, fn=lambda x: 2.0 * x, ref=lambda x: 2.0 * x, node="MulBackward0", variant="number"),
+    OpRow("div", BINARY, fn=lambda a, b: a / (b.abs() + 0.5), ref=lambda a, b: a / (np.abs(b) + 0.5),
+          node="DivBackward0"),
+    OpRow("div", UNARY, fn=lambda x: 3.0 / x, sample=POSITIVE, ref=lambda x: 3.0 / x, node="DivBackward0",
+          variant="rdiv"),
+    OpRow("pow", BINARY, fn=lambda a, b: (a.abs() + 0.5) ** b, ref=lambda a, b: (np.abs(a) + 0.5) ** b,
+          node="PowBackward1"),
+    OpRow("pow", UNARY, fn=lambda x: x ** 2.5, sample=POSITIVE, ref=lambda x: x ** 2.5, node="PowBackward0",
+          variant="exponent"),
+    OpRow("pow", UNARY, fn=lambda x: x ** -2, sample=POSITIVE, ref=lambda x: x ** -2.0, node="PowBackward0",
+          variant="negative_int"),
+    OpRow("pow", UNARY, fn=lambda x: 2.0 ** x, ref=lambda x: 2.0 ** x, node="PowBackward2", variant="rpow"),
+    OpRow("square", UNARY, ref=np.square, node="PowBackward0"),
+    OpRow("maximum", BINARY, sample=distinct, ref=np.maximum, node="MaximumBackward0"),
+    OpRow("minimum", BINARY, sample=distinct, ref=np.minimum, node="MinimumBackward0"),
+    OpRow("where", BINARY, fn=lambda a, b: ag.where(a > 0, a, b), sample=uniform(kinks=(0,)),
+          ref=lambda a, b: np.where(a > 0, a, b), node="WhereBackward0"),
+    OpRow("clamp", UNARY, fn=lambda x: ag.clamp(x, -0.5, 0.5), sample=uniform(-1, 1, (-0.5, 0.5)),
+          ref=lambda x: np.clip(x, -0.5, 0.5), node="ClampBackward1"),
+    OpRow("clamp", UNARY, fn=lambda x: x.clamp(min=0.25), sample=uniform(-1, 1, (0.25,)),
+          ref=lambda x: np.maximum(x, 0.25), node="ClampBackward1", variant="min"),
+    OpRow("clamp", BINARY[:3], fn=lambda x, lo: x.clamp(min=lo), sample=distinct, ref=np.maximum,
+          node="ClampBackward0", variant="tensor_min"),
+    OpRow("clamp", cases(((2, 3), (3,), (2, 1))), fn=lambda x, lo, hi: ag.clamp(x, lo, hi + 1.5), sample=distinct,
+          node="ClampBackward0", variant="tensor_bounds"),
+    OpRow("clamp_min", UNARY, fn=lambda x: ag.clamp_min(x, 0.25), sample=uniform(-1, 1, (0.25,)),
+          ref=lambda x: np.maximum(x, 0.25), node="ClampMinBackward0"),
+    OpRow("clamp_min", BINARY[:2], sample=distinct, ref=np.maximum, node="ClampMinBackward1", variant="tensor"),
+    OpRow("clamp_max", UNARY, fn=lambda x: ag.clamp_max(x, 0.25), sample=uniform(-1, 1, (0.25,)),
+          ref=lambda x: np.minimum(x, 0.25), node="ClampMaxBackward0"),
+    OpRow("clamp_max", BINARY[:2], sample=distinct, ref=np.minimum, node="ClampMaxBackward1", variant="tensor"),
+    OpRow("remainder", BINARY[:3], fn=lambda a, b: ag.remainder(a, b.abs() + 0.5), sample=uniform(kinks=(0,)),
+          node="RemainderBackward1"),
+    OpRow("remainder", UNARY, fn=lambda x: x % 0.7, sample=uniform(-2, 2, [k * 0.7 for k in range(-3, 4)]),
+          node="RemainderBackward0", variant="number"),
+    OpRow("div", BINARY[:2], fn=lambda a, b: ag.div(a, b.abs() + 0.5, rounding_mode="floor"),
+          sample=uniform(-2, 2, (0,)), node="DivBackward2", variant="floor"),
+    OpRow("sign", UNARY, sample=uniform(kinks=(0,)), ref=np.sign, node="SignBackward0"),
+    # ----- elementwise: unary math --------------------------------------------------------------
+    OpRow("exp", UNARY, ref=np.exp, node="ExpBackward0"),
+    OpRow("log", UNARY, sample=POSITIVE, ref=np.log, node="LogBackward0"),
+    OpRow("log1p", UNARY, sample=uniform(-0.5, 3), ref=np.log1p, node="Log1PBackward0"),
+    OpRow("log2", UNARY, sample=POSITIVE, ref=np.log2, node="Log2Backward0"),
+    OpRow("log10", UNARY, sample=POSITIVE, ref=np.log10, node="Log10Backward0"),
+    OpRow("sqrt", UNARY, sample=POSITIVE, ref=np.sqrt, node="SqrtBackward0"),
+    OpRow("rsqrt", UNARY, sample=POSITIVE, ref=lambda x: 1 / np.sqrt(x), node="RsqrtBackward0"),
+    OpRow("abs", UNARY, sample=uniform(kinks=(0,)), ref=np.abs, node="AbsBackward0"),
+    OpRow("neg", UNARY, ref=np.negative, node="NegBackward0"),
+    OpRow("sin", UNARY, ref=np.sin, node="SinBackward0"),
+    OpRow("cos", UNARY, ref=np.cos, node="CosBackward0"),
+    OpRow("tan", UNARY, sample=uniform(-1.2, 1.2), ref=np.tan, node="TanBackward0"),
+    OpRow("tanh", UNARY, ref=np.tanh, node="TanhBackward0"),
+    OpRow("sigmoid", UNARY, sample=uniform(-4, 4), ref=lambda x: 1 / (1 + np.exp(-x)), node="SigmoidBackward0"),
+    OpRow("relu", UNARY, sample=uniform(kinks=(0,)), ref=lambda x: np.maximum(x, 0), node="ReluBackward0"),
+    OpRow("reciprocal", UNARY, sample=uniform(kinks=(0,)), ref=np.reciprocal, node="ReciprocalBackward0"),
+    OpRow("erf", UNARY, sample=uniform(-3, 3), node="ErfBackward0"),
+    OpRow("gelu", UNARY, sample=uniform(-4, 4), ref=_gelu_ref, node="GeluBackward0"),
+    OpRow("gelu", UNARY, fn=lambda x: ag.gelu(x, approximate="tanh"), sample=uniform(-4, 4),
+          ref=lambda x: _gelu_ref(x, "tanh"), node="GeluBackward0", variant="tanh"),
+    OpRow("softplus", UNARY, sample=uniform(-5, 5), ref=_softplus_ref, node="SoftplusBackward0"),
+    OpRow("softplus", UNARY, fn=lambda x: ag.softplus(x, beta=2.0, threshold=3.0), sample=uniform(-3, 3, (1.5,)),
+          ref=lambda x: _softplus_ref(x, 2.0, 3.0), node="SoftplusBackward0", variant="beta_threshold"),
+    OpRow("floor", UNARY, sample=uniform(-4, 4, _FRAC), ref=np.floor, node="FloorBackward0"),
+    OpRow("ceil", UNARY, sample=uniform(-4, 4, _FRAC), ref=np.ceil, node="CeilBackward0"),
+    OpRow("trunc", UNARY, sample=uniform(-4, 4, _FRAC), ref=np.trunc, node="TruncBackward0"),
+    OpRow("round", UNARY, sample=uniform(-4, 4, _FRAC), ref=np.round, node="RoundBackward0"),
+    # ----- reductions ------------------------------------------------------------------------------
+    OpRow("sum", REDUCE, ref=_sum_ref, node="SumBackward0"),
+    OpRow("mean", REDUCE, ref=lambda a, dim=None, keepdim=False: np.mean(a, axis=dim, keepdims=keepdim),
+          node="MeanBackward0"),
+    OpRow("prod", REDUCE, sample=POSITIVE, ref=lambda a, dim=None, keepdim=False: np.prod(a, axis=dim, keepdims=keepdim),
+          node="ProdBackward0"),
+    OpRow("prod", cases((3,), (2, 3), kwargs={"dim": -1}), fn=lambda x, **k: ag.prod(x * ag.tensor([1.0, 0.0, 1.0], dtype=ag.float64), **k),
+          node="ProdBackward0", variant="with_zeros"),
+    OpRow("amax", REDUCE, sample=distinct, ref=lambda a, dim=None, keepdim=False: np.max(a, axis=dim, keepdims=keepdim),
+          node="AmaxBackward0"),
+    OpRow("amin", REDUCE, sample=distinct, ref=lambda a, dim=None, keepdim=False: np.min(a, axis=dim, keepdims=keepdim),
+          node="AminBackward0"),
+    OpRow("max", UNARY[1:], sample=distinct, ref=np.max, node="MaxBackward1"),
+    OpRow("max", cases((3,), (2, 3), args=(-1,)), fn=lambda x, d: ag.max(x, d).values, sample=distinct,
+          node="MaxBackward0", variant="dim"),
+    OpRow("min", UNARY[1:], sample=distinct, ref=np.min, node="MinBackward1"),
+    OpRow("min", cases((2, 3), args=(0,)), fn=lambda x, d: ag.min(x, d, keepdim=True).values, sample=distinct,
+          node="MinBackward0", variant="dim"),
+    OpRow("var", REDUCE[:4], ref=lambda a, dim=None, keepdim=False: np.var(a, axis=dim, keepdims=keepdim, ddof=1),
+          node="VarBackward0"),
+    OpRow("std", REDUCE[:4], sample=distinct,
+          ref=lambda a, dim=None, keepdim=False: np.std(a, axis=dim, keepdims=keepdim, ddof=1), node="StdBackward0"),
+    OpRow("var", REDUCE[1:3], fn=lambda x, **k: ag.var(x, correction=0, **k),
+          ref=lambda a, dim=None, keepdim=False: np.var(a, axis=dim, keepdims=keepdim), node="VarBackward0",
+          variant="correction0"),
+    OpRow("std", REDUCE[:2], fn=lambda x, **k: ag.std(x, unbiased=False, **k), sample=distinct,
+          ref=lambda a, dim=None, keepdim=False: np.std(a, axis=dim, keepdims=keepdim), node="StdBackward0",
+          variant="unbiased_false"),
+    OpRow("logsumexp", cases((3,), (2, 3), args=(-1,)) + cases((2, 1, 3), args=((0, 2), True)),
+          node="LogsumexpBackward0"),
+    OpRow("norm", REDUCE[:4], sample=distinct,
+          ref=lambda a, dim=None, keepdim=False: np.sqrt(np.sum(a * a, axis=dim, keepdims=keepdim)),
+          node="LinalgVectorNormBackward0"),
+    OpRow("norm", cases((2, 3), kwargs={"p": 1, "dim": 1}), sample=uniform(kinks=(0,)), node="SumBackward0",
+          variant="p1"),
+    # ----- shape -------------------------------------------------------------------------------------
+    OpRow("reshape", cases((2, 3), args=(3, 2)), node="ViewBackward0"),
+    OpRow("view", cases((2, 3), args=(-1,)), node="ViewBackward0"),
+    OpRow("flatten", cases((2, 1, 3)), node="ViewBackward0"),
+    OpRow("squeeze", cases((2, 1, 3)), node="ViewBackward0"),
+    OpRow("unsqueeze", cases((2, 3), args=(1,)), node="ViewBackward0"),
+    OpRow("permute", cases((2, 3, 4), args=(2, 0, 1)), node="PermuteBackward0"),
+    OpRow("transpose", cases((2, 3), args=(0, 1)), node="PermuteBackward0"),
+    OpRow("swapaxes", cases((2, 3, 1), args=(0, 2)), node="PermuteBackward0"),
+    OpRow("movedim", cases((2, 3, 4), args=(0, 2)), node="PermuteBackward0"),
+    OpRow("broadcast_to", cases((3,), (2, 1), args=((2, 3),)), node="ExpandBackward0"),
+    OpRow("expand", cases((3, 1), args=(-1, 4)), node="ExpandBackward0"),
+    OpRow("reshape_as", cases(((2, 3), (3, 2))), node="ViewBackward0"),
+    OpRow("expand_as", cases(((3,), (2, 3))), node="ExpandBackward0"),
+    OpRow("view_as", cases(((6,), (2, 3))), node="ViewBackward0"),
+    OpRow("cat", cases(((2, 3), (1, 3)), ((2, 1), (2, 2))), fn=lambda a, b: ag.cat([a, b], 0 if a.shape[1] == b.shape[1] else 1),
+          node="CatBackward0"),
+    OpRow("stack", cases(((2, 3), (2, 3))), fn=lambda a, b: ag.stack([a, b], 1), node="StackBackward0"),
+    OpRow("split", cases((5, 2), args=(2,)), fn=lambda x, s: ag.split(x, s), node="SplitBackward0"),
+    OpRow("split", cases((5, 2), args=([1, 4],)), fn=lambda x, s: ag.split(x, s)[1], node="SplitWithSizesBackward0",
+          variant="sizes_one_piece_used"),
+    OpRow("chunk", cases((2, 5), args=(2, 1)), fn=lambda x, n, d: x.chunk(n, d), node="SplitBackward0"),
+    OpRow("unbind", cases((3, 2), args=(1,)), fn=lambda x, d: x.unbind(d), node="UnbindBackward0"),
+    OpRow("flip", cases((2, 3), args=((0, 1),)), node="FlipBackward0"),
+    OpRow("repeat", cases((2, 3), args=(2, 1, 2)), node="RepeatBackward0"),
+    OpRow("tile", cases((2, 3), args=((2,),)), node="RepeatBackward0"),
+    # ----- indexing ----------------------------------------------------------------------------------
+    OpRow("__getitem__", cases((3, 4), args=((slice(None), slice(1, None, 2)),)), fn=lambda x, i: x[i],
+          node="SliceBackward0"),
+    OpRow("__getitem__", cases((3, 4), args=(1,)), fn=lambda x, i: x[i], node="SelectBackward0", variant="select"),
+    OpRow("__getitem__", cases((3, 4), args=(np.array([0, 2, 0]),)), fn=lambda x, i: x[i], node="IndexBackward0",
+          variant="advanced_repeats"),
+    OpRow("__getitem__", cases((2, 3), args=(_MASK23,)), fn=lambda x, i: x[i], node="IndexBackward0", variant="mask"),
+    OpRow("gather", cases((2, 3), args=(0, _IDX23)), node="GatherBackward0"),
+    OpRow("take_along_dim", cases((2, 3), args=(_IDX23, 0)), node="TakeAlongDimBackward0"),
+    OpRow("index_select", cases((3, 2), args=(0, np.array([2, 0, 2]))), node="IndexSelectBackward0"),
+    OpRow("masked_select", cases((2, 3), args=(_MASK23,)), node="MaskedSelectBackward0"),
+    OpRow("index_put", cases(((3, 2), (2, 2))), fn=lambda x, v: x.index_put((np.array([0, 2]),), v),
+          node="IndexPutBackward0"),
+    OpRow("index_put", cases(((3, 2), (3, 2))), fn=lambda x, v: x.index_put((np.array([0, 2, 0]),), v, accumulate=True),
+          node="IndexPutBackward0", variant="accumulate"),
+    OpRow("scatter", cases(((2, 3), (2, 3))), fn=lambda x, s: x.scatter(1, np.array([[0, 1, 2], [2, 0, 1]]), s),
+          node="ScatterBackward0"),
+    OpRow("scatter_add", cases(((2, 3), (2, 3))), fn=lambda x, s: x.scatter_add(0, _IDX23, s),
+          node="ScatterAddBackward0"),
+    OpRow("index_add", cases(((3, 2), (4, 2))), fn=lambda x, s: x.index_add(0, np.array([0, 2, 0, 1]), s),
+          node="IndexAddBackward0"),
+    OpRow("masked_fill", cases((2, 3)), fn=lambda x: x.masked_fill(_MASK23, 1.5), node="MaskedFillBackward0"),
+    OpRow("masked_fill", cases(((2, 3), ())), fn=lambda x, v: x.masked_fill(_MASK23[0], v),
+          node="MaskedFillBackward1", variant="tensor_value"),
+    # ----- linalg ------------------------------------------------------------------------------------
+    OpRow("matmul", cases(((2, 3), (3, 4)), ((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 2)), ((2, 2, 3), (3, 2)),
+                          ((2, 1, 2, 3), (3, 3, 2))), ref=np.matmul),
+    OpRow("mm", cases(((2, 3), (3, 2))), ref=np.matmul, node="MmBackward0"),
+    OpRow("bmm", cases(((2, 2, 3), (2, 3, 2))), ref=np.matmul, node="BmmBackward0"),
+    OpRow("dot", cases(((3,), (3,))), ref=np.dot, node="DotBackward0"),
+    # ----- nn ----------------------------------------------------------------------------------------
+    OpRow("softmax", cases((3,), (2, 3), args=(-1,)) + cases((2, 3), args=(0,)), node="SoftmaxBackward0"),
+    OpRow("log_softmax", cases((3,), (2, 3), args=(-1,)) + cases((2, 3), args=(0,)), node="LogSoftmaxBackward0"),
+    OpRow("nll_loss", cases((3, 4)), fn=lambda x: ag.nll_loss(x, ag.tensor([0, 3, 3])), node="NllLossBackward0"),
+    OpRow("nll_loss", cases((3, 4)), fn=lambda x: ag.nll_loss(x, ag.tensor([0, 3, 1]), reduction="none",
+                                                               weight=ag.tensor([1.0, 2.0, 0.5, 1.0], dtype=ag.float64)),
+          node="NllLossBackward0", variant="weight_none"),
+    OpRow("conv2d", cases(((1, 2, 4, 4), (3, 2, 2, 2), (3,))), fn=lambda x, w, b: ag.conv2d(x, w, b, padding=1),
+          gradgrad=False, node="ConvolutionBackward0"),
+    OpRow("conv2d", cases(((1, 4, 5, 5), (2, 2, 3, 3))),
+          fn=lambda x, w: ag.conv2d(x, w, stride=2, dilation=1, groups=2), gradgrad=False,
+          node="ConvolutionBackward0", variant="stride_groups"),
+    OpRow("conv2d", cases(((2, 4, 5, 4), (4, 2, 3, 2), (4,))),
+          fn=lambda x, w, b: ag.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2), groups=2), gradgrad=False,
+          node="ConvolutionBackward0", variant="dilation"),
+    OpRow("embedding", cases((4, 2)), fn=lambda w: ag.embedding(np.array([[0, 3], [3, 1]]), w),
+          node="EmbeddingBackward0"),
+    OpRow("max_pool2d", cases((1, 1, 4, 4), (2, 3, 3)), fn=lambda x: ag.max_pool2d(x, 2, stride=1),
+          sample=distinct, node="MaxPool2DWithIndicesBackward0"),
+    OpRow("max_pool2d", cases((1, 2, 5, 5)), fn=lambda x: ag.max_pool2d(x, 3, 2, 1), sample=distinct,
+          node="MaxPool2DWithIndicesBackward0", variant="overlapping_padded"),
+    OpRow("layer_norm", cases(((2, 3), (3,), (3,))), fn=lambda x, w, b: ag.layer_norm(x, (3,), w, b),
+          node="NativeLayerNormBackward0"),
+    OpRow("layer_norm", cases((2, 2, 3)), fn=lambda x: ag.layer_norm(x, (2, 3)), node="NativeLayerNormBackward0",
+          variant="no_affine"),
+    OpRow("dropout", cases((3, 4)), fn=_seeded(lambda x: ag.dropout(x, 0.5)), node="NativeDropoutBackward0"),
+    # ----- copies and casts --------------------------------------------------------------------------
+    OpRow("clone", UNARY, node="CloneBackward0"),
+    OpRow("contiguous", cases((2, 3)), fn=lambda x: x.T.contiguous(), node="CloneBackward0"),
+    OpRow("to", UNARY, fn=lambda x: x.to(ag.float64, copy=True), node="ToCopyBackward0"),
+    OpRow("float", UNARY, fn=lambda x: x.float(), node="ToCopyBackward0", tolerance=_FLOAT32),
+    OpRow("double", UNARY, fn=lambda x: x.float().double(), node="ToCopyBackward0", tolerance=_FLOAT32),
+    OpRow("type_as", UNARY, fn=lambda x: x.type_as(ag.zeros(1)), node="ToCopyBackward0", tolerance=_FLOAT32),
+    OpRow("cpu", UNARY, fn=lambda x: x.to("cpu:1").cpu(), node="ToCopyBackward0"),
+    # ----- in place (on a copy, so the input stays a leaf) -------------------------------------------
+    OpRow("add_", BINARY[:2], fn=lambda a, b: a.clone().add_(b, alpha=2.0), node="AddBackward0"),
+    OpRow("sub_", BINARY[:2], fn=lambda a, b: a.clone().sub_(b), node="SubBackward0"),
+    OpRow("mul_", BINARY[:2], fn=lambda a, b: a.clone().mul_(b), node="MulBackward0"),
+    OpRow("div_", BINARY[:2], fn=lambda a, b: a.clone().div_(b.abs() + 0.5), node="DivBackward0"),
+    OpRow("pow_", UNARY, fn=lambda x: x.clone().pow_(3), node="PowBackward0"),
+    OpRow("clamp_", UNARY, fn=lambda x: x.clone().clamp_(-0.5, 0.5), sample=uniform(-1, 1, (-0.5, 0.5)),
+          node="ClampBackward1"),
+    OpRow("clamp_min_", UNARY, fn=lambda x: x.clone().clamp_min_(0.25), sample=uniform(-1, 1, (0.25,)),
+          node="ClampBackward1"),
+    OpRow("clamp_max_", UNARY, fn=lambda x: x.clone().clamp_max_(0.25), sample=uniform(-1, 1, (0.25,)),
+          node="ClampBackward1"),
+    OpRow("remainder_", UNARY, fn=lambda x: x.clone().remainder_(0.7),
+          sample=uniform(-2, 2, [k * 0.7 for k in range(-3, 4)]), node="RemainderBackward0"),
+    *[
+        OpRow(name + "_", UNARY, fn=(lambda n: lambda x: getattr((x.abs() + 0.3) if n in ("log", "log1p", "sqrt")
+                                                                  else x.clone(), n + "_")())(name),
+              sample=uniform(kinks=(0,)))
+        for name in ("exp", "log", "log1p", "sqrt", "abs", "neg", "sin", "cos", "tanh", "sigmoid", "relu",
+                     "reciprocal", "square")
+    ],
+    OpRow("zero_", UNARY, fn=lambda x: (x * 2).zero_() + x, node="AddBackward0"),
+    OpRow("fill_", cases(((2, 3), ())), fn=lambda x, v: (x * 2).fill_(v) + x, node="AddBackward0"),
+    OpRow("copy_", cases(((2, 3), (3,))), fn=lambda x, s: (x * 2).copy_(s) * x, node="MulBackward0"),
+    OpRow("masked_fill_", cases((2, 3)), fn=lambda x: x.clone().masked_fill_(_MASK23, 0.5),
+          node="MaskedFillBackward0"),
+    OpRow("index_put_", cases(((3, 2), (2,))), fn=lambda x, v: x.clone().index_put_((np.array([0, 2]), np.array([1, 0])), v),
+          node="IndexPutBackward0"),
+    OpRow("scatter_", cases(((2, 3), (2, 3))), fn=lambda x, s: x.clone().scatter_(1, np.array([[0, 1, 2], [2, 0, 1]]), s),
+          node="IndexPutBackward0"),
+    OpRow("scatter_add_", cases(((2, 3), (2, 3))), fn=lambda x, s: x.clone().scatter_add_(0, _IDX23, s),
+          node="IndexPutBackward0"),
+    OpRow("index_add_", cases(((3, 2), (2, 2))), fn=lambda x, s: x.clone().index_add_(0, np.array([2, 2]), s),
+          node="IndexPutBackward0"),
+    OpRow("__setitem__", cases(((3, 2), (2,))), fn=lambda x, v: _setitem(x.clone(), 1, v), node="CopySlices"),
+    OpRow("__setitem__", cases(((3, 2), (2, 2))), fn=lambda x, v: _setitem(x.clone(), np.array([0, 2]), v),
+          node="IndexPutBackward0", variant="advanced"),
+]
+
+
+def _setitem(x: ag.Tensor, index: Any, value: Any) -> ag.Tensor:
+    x[index] = value
+    return x
