@@ -1,11 +1,11 @@
 # aiograd — build and test entry points.
-#   make test       create .venv, install -e .[test], run the test suite (warnings are errors)
-#                   and build the documentation site
+#   make test       create .venv, install -e .[test], type-check (mypy, 0 errors), run the test
+#                   suite (warnings are errors) and build the documentation site
 #   make demo       install -e .[demo] and run python -m aiograd.demo
 #   make bench      install -e .[bench,test] and run python -m benchmarks
 #   make docs       install -e .[docs] and build the documentation site into site/ (--strict)
 #   make notebooks  install -e .[notebooks] and re-run notebooks/*.ipynb in place (their saved outputs)
-#   make typecheck  mypy on aiograd/
+#   make typecheck  mypy on aiograd/ (its op-method stub: python -m aiograd.ops._stubgen)
 #   make clean      remove the venv, caches and build outputs
 #
 # Only Python >= 3.10 (as $(PYTHON)) is needed on PATH. Each extra is installed
@@ -56,7 +56,8 @@ MKDOCS_BUILD = NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 # One BLAS thread per kernel in tests: aiograd's device executors already run kernels
 # in parallel, and BLAS threads on top oversubscribe a 2-core machine (slow, noisy).
 # The test extra includes the docs extra: the site is built after the tests.
-test: $(VENV)/.stamp-test
+# mypy first: a type error fails in seconds, before the suite runs.
+test: typecheck
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 	$(MKDOCS_BUILD)
 

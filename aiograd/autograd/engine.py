@@ -649,7 +649,7 @@ class Engine:
                 # ---- evaluate_function(node, grads) --------------------------------
                 if outputs is None:
                     if exec_info is not None:
-                        grads = self._instrument(gt, node, grads)  # type: ignore[arg-type]
+                        grads = self._instrument(gt, node, grads)  # type: ignore[arg-type, assignment]
                         if grads is None:
                             node = None
                     if node is None:
@@ -748,9 +748,9 @@ class Engine:
                 while not done:
                     await gt.wait_for_work()
             if done:
-                node, grads, outputs, err, secs = done.pop()
-                if err is not None:
-                    raise err
+                node, grads, outputs, failure, secs = done.pop()
+                if failure is not None:
+                    raise failure
                 offload_policy.observe(node, secs)
             elif nxt is not None:
                 if heap and heap[0][0] < -nxt.sequence_nr:

@@ -75,7 +75,7 @@ class BackwardCFunction(FunctionCtx, Node):
 
     def apply(self, grads: list[Any]) -> Any:
         graph = any(isinstance(g, Tensor) for g in grads)
-        args = []
+        args: list[Any] = []
         for g, meta in zip(grads, self.input_metadata):
             if g is None:
                 if self._materialize_grads:

@@ -284,7 +284,7 @@ async def _fast_gradcheck(
     us = []
     for o in outputs:
         u = rng.standard_normal(o._data.size)
-        us.append(u / max(np.linalg.norm(u), 1e-300))
+        us.append(u / max(float(np.linalg.norm(u)), 1e-300))
     for i in diff_idx:
         x = inputs[i]
         v = rng.standard_normal(x._data.size)

@@ -107,7 +107,7 @@ def eye_(tensor: Tensor) -> Tensor:
     """The identity matrix (2-D tensors only)."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _write(tensor, np.eye(*tensor.shape))
+    return _write(tensor, np.eye(tensor.shape[0], tensor.shape[1]))
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
