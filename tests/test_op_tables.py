@@ -183,6 +183,18 @@ def test_recorded_ops_keep_only_shape_and_dtype_of_their_output() -> None:
     assert node._input_metadata is None  # nothing built until asked (graph.py NOTE [Cheap recording])
     meta = node.input_metadata[0]
     assert meta.shape == (2,) and meta.dtype == np.float32 and meta.device == x.device
-    assert y._vc is None  # no version counter until saved, viewed or changed (NOTE [Lazy version counter])
-    y.cos()  # CosBackward0 saves its input
-    assert y._vc is not None and y._version == 0
+    assert y._vc is None  # no version counter until viewed or changed (NOTE [Lazy version counter])
+    z = y.cos()  # CosBackward0 saves its input as the Tensor itself (NOTE [Saved inputs])
+    assert z.grad_fn.saved is y and z.grad_fn.version == 0 and y._vc is None
+    y[0] = 3.0  # an in-place change makes the counter and moves it
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        ag.backward_sync(z.sum())
+
+
+def test_saved_inputs_are_released_after_backward() -> None:
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    z = (x * x).sin()
+    ag.backward_sync(z.sum())
+    assert z.grad_fn.saved is None and z.grad_fn.next_functions[0][0].a is None
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        ag.backward_sync(z.sum())

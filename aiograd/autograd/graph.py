@@ -66,7 +66,11 @@ __all__ = [
     "Saved",
     "SavedOperand",
     "SavedTensor",
+    "SavedInput",
+    "SavedInputOperand",
     "Shape",
+    "unpack_input",
+    "version_of",
 ]
 
 MAX_SEQUENCE_NR = (1 << 62) - 1
@@ -89,6 +93,10 @@ SavedTensor = tuple[Any, ...]
 Saved = Union[SavedTensor, None]
 #: A Node field holding a saved tensor or the Python number an operand was.
 SavedOperand = Union[SavedTensor, bool, int, float, complex, None]
+#: A Node field holding a saved input as the Tensor itself (NOTE [Saved inputs]); None once released.
+SavedInput = Union["Tensor", None]
+#: A Node field holding a saved input Tensor or the Python number an operand was (NOTE [Saved inputs]).
+SavedInputOperand = Union["Tensor", bool, int, float, complex, None]
 Shape = tuple[int, ...]
 
 
@@ -659,18 +667,22 @@ def save_output(t: "Tensor") -> SavedTensor:
     return (t._data, vc, vc.value, None, t._output_nr, None, t._device, True)
 
 
+def _modified(node: Node, arr: np.ndarray, now: int, saved: int) -> RuntimeError:
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [{arr.dtype} {list(arr.shape)}], which is saved by {node.name()}, is at "
+        f"version {now}; expected version {saved} instead. Hint: the operation that "
+        "modified it ran after the forward op; make a copy (clone()) before changing it."
+    )
+
+
 def unpack(node: Node, saved: Any, graph: bool) -> Any:
     """The saved array (or Tensor, in a create_graph pass), after the freed/in-place checks."""
     if saved is None:
         raise RuntimeError(_FREED)
     arr, vc, version, fn, out_nr, leaf, device, is_output = saved
     if vc.value != version:
-        raise RuntimeError(
-            "one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{arr.dtype} {list(arr.shape)}], which is saved by {node.name()}, is at "
-            f"version {vc.value}; expected version {version} instead. Hint: the operation that "
-            "modified it ran after the forward op; make a copy (clone()) before changing it."
-        )
+        raise _modified(node, arr, vc.value, version)
     if not graph:
         return arr
     if leaf is not None:
@@ -686,6 +698,32 @@ def unpack(node: Node, saved: Any, graph: bool) -> Any:
         r._output_nr = out_nr
         r._requires_grad = True
     return r
+
+
+# NOTE [Saved inputs]: an op made by a pointwise template (ops/_pointwise.py) keeps a
+# saved *input* as the Tensor itself, with the version its counter had (``version_of``),
+# instead of a SavedTensor tuple: the input Tensor already exists, and its counter is made
+# only if something views or changes it in place, so the op leaves one or two objects
+# fewer to the garbage collector (NOTE [Cheap recording]). ``unpack_input`` makes the same
+# freed and in-place checks as ``unpack``; a create_graph pass uses the Tensor itself.
+# A saved *output* stays a SavedTensor: keeping the output Tensor would make a cycle.
+
+
+def version_of(t: "Tensor") -> int:
+    """The version of ``t``'s counter (0 while it has none: NOTE [Lazy version counter])."""
+    vc = t._vc
+    return 0 if vc is None else vc.value
+
+
+def unpack_input(node: Node, x: Any, version: int, graph: bool) -> Any:
+    """A saved input (NOTE [Saved inputs]): its array (the Tensor in a create_graph pass), after
+    the freed/in-place checks."""
+    if x is None:
+        raise RuntimeError(_FREED)
+    vc = x._vc
+    if vc is not None and vc.value != version:
+        raise _modified(node, x._data, vc.value, version)
+    return x if graph else x._data
 
 
 # ----- shared gradient helpers -------------------------------------------------------

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 
-from ..autograd.graph import Node, edge_to, link, link_one, save, save_output, sole_owner, sum_to, unpack
+from ..autograd.graph import Node, edge_to, link, link_one, save_output, sole_owner, sum_to, unpack, unpack_input
 from ..tensor import Tensor, get_default_dtype, new_tensor
 from ._common import as_tensor_operand, broadcast_shapes, common_device, grad_enabled, operand_error
 from ._table import OpDef, OpTable
@@ -184,15 +184,25 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 _IN_PLACE_MIN = 4096  # elements: below this the ownership check costs more than it saves
 
-# A saved operand: a saved tensor (unpacked with its checks, or straight from the tuple
-# in an ordinary pass when its version is unchanged), a Python number as is, or None
-# once released (unpack raises the "backward through the graph a second time" error).
+# A saved operand: the input Tensor (NOTE [Saved inputs] in graph.py: its array in an
+# ordinary pass when its version is unchanged, else unpack_input's checks), a Python
+# number as is, or None once released (unpack_input raises the "backward through the
+# graph a second time" error).
 _LOAD = """\
         {x} = self.{x}
-        if {x}.__class__ is tuple:
-            {x} = {x}[0] if (not graph and {x}[1].value == {x}[2]) else unpack(self, {x}, graph)
+        c = {x}.__class__
+        if c is Tensor or (c is not float and c is not int and isinstance({x}, Tensor)):
+            if graph or ((vc := {x}._vc) is not None and vc.value != self.{x}_version):
+                {x} = unpack_input(self, {x}, self.{x}_version, graph)
+            else:
+                {x} = {x}._data
         elif {x} is None:
-            unpack(self, None, graph)
+            unpack_input(self, None, 0, graph)
+"""
+# The saved output (a SavedTensor, NOTE [Saved inputs] in graph.py).
+_LOAD_OUT = """\
+        out = self.out
+        out = out[0] if (out is not None and not graph and out[1].value == out[2]) else unpack(self, out, graph)
 """
 
 
@@ -201,7 +211,10 @@ def _uses(formula: str, name: str) -> bool:
 
 
 def _namespace(env: dict[str, Any] | None) -> dict[str, Any]:
-    ns: dict[str, Any] = {"np": np, "Tensor": Tensor, "unpack": unpack, "sole_owner": sole_owner, "sum_to": sum_to}
+    ns: dict[str, Any] = {
+        "np": np, "Tensor": Tensor, "unpack": unpack, "unpack_input": unpack_input, "sole_owner": sole_owner,
+        "sum_to": sum_to,
+    }
     if env:
         ns.update(env)
     return ns
@@ -223,21 +236,36 @@ def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str,
         f"            return (np.multiply(g, {rule[4:]}, out=g),)\n"
         if rule.startswith("g * ") else ""
     )
-    src = (
-        "def apply(self, grads):\n"
-        "    g = grads[0]\n"
-        "    s = self.saved\n"
-        "    if s is not None and g.__class__ is not Tensor and s[1].value == s[2]:\n"
-        "        v = s[0]\n"
-        + in_place
-        + "    else:\n"
-        "        v = unpack(self, s, g.__class__ is Tensor)\n"
-        f"    return ({rule},)\n"
-    )
+    if saves == "input":  # the input Tensor and its version (NOTE [Saved inputs] in graph.py)
+        src = (
+            "def apply(self, grads):\n"
+            "    g = grads[0]\n"
+            "    s = self.saved\n"
+            "    if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):\n"
+            "        v = s._data\n"
+            + in_place
+            + "    else:\n"
+            "        v = unpack_input(self, s, self.version, g.__class__ is Tensor)\n"
+            f"    return ({rule},)\n"
+        )
+        fields = {"saved": "SavedInput", "version": "int"}
+    else:  # the output, as a SavedTensor
+        src = (
+            "def apply(self, grads):\n"
+            "    g = grads[0]\n"
+            "    s = self.saved\n"
+            "    if s is not None and g.__class__ is not Tensor and s[1].value == s[2]:\n"
+            "        v = s[0]\n"
+            + in_place
+            + "    else:\n"
+            "        v = unpack(self, s, g.__class__ is Tensor)\n"
+            f"    return ({rule},)\n"
+        )
+        fields = {"saved": "Saved"}
     ns = _namespace(env)
     exec(src, ns)
     return type(node_name, (Node,), {
-        "__slots__": ("saved",), "__annotations__": {"saved": "Saved"}, "apply": ns["apply"],
+        "__slots__": tuple(fields), "__annotations__": fields, "apply": ns["apply"],
         "__module__": "aiograd.ops.elementwise",
         "__doc__": f"Backward of {name}: grad_input = {rule} (v = saved {saves}).",
     })
@@ -245,7 +273,9 @@ def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str,
 
 def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any] | None) -> type[Node]:
     def branch(i: int, var: str, formula: str, shape: str) -> str:
-        loads = "".join(_LOAD.format(x=x) for x in ("a", "b", "out") if _uses(formula, x))
+        loads = "".join(_LOAD.format(x=x) for x in ("a", "b") if _uses(formula, x))
+        if _uses(formula, "out"):
+            loads += _LOAD_OUT
         return (
             f"    if e[{i}] is not None:\n{loads}"
             f"        {var} = {formula}\n"
@@ -266,7 +296,8 @@ def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any
     ns = _namespace(env)
     exec(src, ns)
     uses_out = _uses(da, "out") or _uses(db, "out")
-    fields = {"a": "SavedOperand", "b": "SavedOperand", "a_shape": "Shape", "b_shape": "Shape"}
+    fields = {"a": "SavedInputOperand", "a_version": "int", "b": "SavedInputOperand", "b_version": "int",
+              "a_shape": "Shape", "b_shape": "Shape"}
     if uses_out:
         fields["out"] = "Saved"
     return type(node_name, (Node,), {
@@ -318,8 +349,11 @@ def make_unary(
         if input._requires_grad and grad_enabled():
             if save_none:
                 link_one(node_cls(), input, out)
-            else:
-                link_one(node_cls(save_output(out) if save_out else save(input)), input, out)  # type: ignore[call-arg]
+            elif save_out:
+                link_one(node_cls(save_output(out)), input, out)  # type: ignore[call-arg]
+            else:  # the input itself, with its version (NOTE [Saved inputs] in graph.py)
+                vc = input._vc
+                link_one(node_cls(input, 0 if vc is None else vc.value), input, out)  # type: ignore[call-arg]
         return out
 
     _name(forward, name, doc or f"Elementwise {name}, differentiable.")
@@ -346,11 +380,14 @@ def make_binary(
     uses_out = _uses(da, "out") or _uses(db, "out")
 
     def make_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> Node:
-        sa = (save(a) if isinstance(a, Tensor) else a) if (ra and a_for_a) or (rb and a_for_b) else 0
-        sb = (save(b) if isinstance(b, Tensor) else b) if (ra and b_for_a) or (rb and b_for_b) else 0
+        # the operands the needed formulas read, saved as themselves (NOTE [Saved inputs] in graph.py)
+        sa = a if (ra and a_for_a) or (rb and a_for_b) else 0
+        sb = b if (ra and b_for_a) or (rb and b_for_b) else 0
+        va = (0 if (vc := sa._vc) is None else vc.value) if sa.__class__ is Tensor or isinstance(sa, Tensor) else 0
+        vb = (0 if (vc := sb._vc) is None else vc.value) if sb.__class__ is Tensor or isinstance(sb, Tensor) else 0
         if uses_out:
-            return node_cls(sa, sb, a_shape, b_shape, save_output(out))  # type: ignore[call-arg]
-        return node_cls(sa, sb, a_shape, b_shape)  # type: ignore[call-arg]
+            return node_cls(sa, va, sb, vb, a_shape, b_shape, save_output(out))  # type: ignore[call-arg]
+        return node_cls(sa, va, sb, vb, a_shape, b_shape)  # type: ignore[call-arg]
 
     def general(input: Any, other: Any) -> Tensor:
         a, b, ad, bd, device = prep_operands(input, other, name)
