@@ -66,6 +66,7 @@ __all__ = [
     "Saved",
     "SavedOperand",
     "SavedTensor",
+    "SavedArray",
     "SavedInput",
     "SavedInputOperand",
     "Shape",
@@ -93,6 +94,8 @@ SavedTensor = tuple[Any, ...]
 Saved = Union[SavedTensor, None]
 #: A Node field holding a saved tensor or the Python number an operand was.
 SavedOperand = Union[SavedTensor, bool, int, float, complex, None]
+#: A Node field holding an array kept for backward only; None once released.
+SavedArray = Union[np.ndarray, None]
 #: A Node field holding a saved input as the Tensor itself (NOTE [Saved inputs]); None once released.
 SavedInput = Union["Tensor", None]
 #: A Node field holding a saved input Tensor or the Python number an operand was (NOTE [Saved inputs]).

@@ -17,7 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, SavedOperand, Shape, link_one, record, save, save_output, sum_to, unpack
+from ..autograd.graph import (
+    Node,
+    Saved,
+    SavedArray,
+    SavedOperand,
+    Shape,
+    link_one,
+    record,
+    save,
+    save_output,
+    sum_to,
+    unpack,
+)
 from ..tensor import Tensor, new_tensor
 from ._common import (
     as_tensor_operand,
@@ -707,19 +719,25 @@ def _erf_any(x: Any) -> Any:
 
 
 class GeluBackward0(Node):
-    __slots__ = ("x", "approximate")
+    """``g * (Phi(x) + x * phi(x))`` (exact) or the tanh formula's derivative. The exact form
+    reuses the forward's ``Phi(x)`` in an ordinary pass (its erf is the costly part) and
+    recomputes it differentiably in a create_graph pass."""
+
+    __slots__ = ("x", "approximate", "cdf")
     x: Saved
     approximate: str
+    cdf: SavedArray
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
-        x = unpack(self, self.x, g.__class__ is Tensor)
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
         if self.approximate == "tanh":
             x2 = x * x
             t = np.tanh((x + 0.044715 * x2 * x) * _GELU_K)
             d = (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * _GELU_K)
         else:
-            cdf = (_erf_any(x * _SQRT1_2) + 1) * 0.5
+            cdf = self.cdf if not graph else (_erf_any(x * _SQRT1_2) + 1) * 0.5
             d = cdf + x * (np.exp(x * x * -0.5) * _INV_SQRT_2PI)
         return (g * d,)
 
@@ -732,13 +750,15 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     xd = input._data
     if xd.dtype.kind not in "f":
         raise RuntimeError(f'"GeluKernelImpl" not implemented for {xd.dtype}: gelu needs a floating input')
+    cdf = None
     if approximate == "tanh":
         res = 0.5 * xd * (1 + np.tanh(_GELU_K * (xd + 0.044715 * xd * xd * xd)))
     else:
-        res = 0.5 * xd * (1 + erf_kernel(xd * _SQRT1_2))
+        cdf = _scipy_special().ndtr(xd)  # Phi(x) = (1 + erf(x / sqrt(2))) / 2, in one pass (NOTE [erf])
+        res = xd * cdf
     out = wrap(res.astype(xd.dtype, copy=False), input._device)
     if input._requires_grad and grad_enabled():
-        link_one(GeluBackward0(save(input), approximate), input, out)
+        link_one(GeluBackward0(save(input), approximate, cdf), input, out)
     return out
 
 

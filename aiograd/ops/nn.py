@@ -21,17 +21,13 @@ from typing import Any, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from typing import Union
-
-from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
+from ..autograd.graph import Node, Saved, SavedArray, Shape, link_one, record, save, save_output, unpack
 from ..tensor import Tensor, _generator
 from ._common import grad_enabled, needs_grad, wrap
 from ._table import OpTable
 from .shape import _wrap_dim, int_tuple
 
 NN = OpTable("nn")
-#: a Node field holding an array kept for backward only, released with the saved tensors
-SavedArray = Union[np.ndarray, None]
 
 
 def _pair(v: Any, name: str) -> tuple[int, int]:
