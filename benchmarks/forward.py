@@ -11,12 +11,18 @@ is kept alive until the clock stops, so freeing it is not charged):
 
 µs/op = median time / ops. Target: aiograd ≤ 1.5× torch (stretch ≤ 1.0×).
 
+A diagnostic row, "aiograd, gc paused", times the same forward with the garbage
+collector disabled: the difference is what Python's collections cost the forward in
+this process (a long forward leaves objects that trigger full collections, each of
+which walks every object of the process: torch's and HIPS's too).
+
 Standalone: ``python benchmarks/forward.py [--ops 20000] [--repeat 5]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from types import SimpleNamespace
@@ -36,7 +42,8 @@ QUICK_OPS = 2_000
 TARGET_RATIO = 1.5
 STRETCH_RATIO = 1.0
 UNIT = "us/op"
-ENGINES = ("aiograd", "HIPS autograd", "torch (1 thread)")
+GC_PAUSED = "aiograd, gc paused"
+ENGINES = ("aiograd", GC_PAUSED, "HIPS autograd", "torch (1 thread)")
 
 #: build(x, w, ops) -> y: ``ops.sin`` is the engine's sin; * and + are operators
 Builder = Callable[[Any, Any, SimpleNamespace], Any]
@@ -69,8 +76,8 @@ def _arrays() -> tuple[np.ndarray, np.ndarray]:
 # after the clock stops (when the sampler drops its state).
 
 
-def aiograd_sampler(build: Builder) -> H.Sampler:
-    """Timed: the chain of aiograd ops (grad mode on)."""
+def aiograd_sampler(build: Builder, gc_paused: bool = False) -> H.Sampler:
+    """Timed: the chain of aiograd ops (grad mode on); with ``gc_paused``, the collector disabled meanwhile."""
     ag = H.import_aiograd()
     if ag is None:
         raise ModuleNotFoundError("aiograd")
@@ -83,7 +90,14 @@ def aiograd_sampler(build: Builder) -> H.Sampler:
     def timed(state: list[Any]) -> None:
         state.append(build(state[0], state[1], ops))
 
-    return H.Sampler(timed, setup)
+    def timed_gc_paused(state: list[Any]) -> None:
+        gc.disable()
+        try:
+            state.append(build(state[0], state[1], ops))
+        finally:
+            gc.enable()
+
+    return H.Sampler(timed_gc_paused if gc_paused else timed, setup)
 
 
 def hips_sampler(build: Builder) -> H.Sampler:
@@ -124,8 +138,9 @@ def torch_sampler(build: Builder) -> H.Sampler:
     return H.Sampler(timed, setup)
 
 
-_FACTORIES = {
+_FACTORIES: dict[str, tuple[Callable[[Builder], H.Sampler], str]] = {
     "aiograd": (aiograd_sampler, "aiograd"),
+    GC_PAUSED: (lambda build: aiograd_sampler(build, gc_paused=True), "aiograd"),
     "HIPS autograd": (hips_sampler, "autograd"),
     "torch (1 thread)": (torch_sampler, "torch"),
 }
