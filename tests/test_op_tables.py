@@ -19,10 +19,20 @@ from aiograd.ops._table import BINARY_DUNDERS, TABLES, all_ops, tensor_bindings
 PACKAGE = Path(ag.__file__).resolve().parent
 
 
-def test_the_generated_stub_is_up_to_date() -> None:
-    assert _stubgen.STUB_PATH.read_text() == _stubgen.render(), (
-        "aiograd/_tensor_methods.pyi is out of date: run `python -m aiograd.ops._stubgen`"
+def test_the_generated_stubs_are_up_to_date() -> None:
+    for path, text in _stubgen.outputs().items():
+        assert path.read_text() == text, f"{path.name} is out of date: run `python -m aiograd.ops._stubgen`"
+
+
+def test_a_static_reader_sees_every_public_op() -> None:
+    """aiograd/ops/__init__.pyi names the same ops as the package's computed ``__all__``."""
+    tree = ast.parse(_stubgen.OPS_STUB_PATH.read_text())
+    static_all = next(
+        ast.literal_eval(n.value) for n in tree.body
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "__all__"
     )
+    imported = {a.asname for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert sorted(static_all) == sorted(ag.ops.__all__) and imported == set(static_all)
 
 
 def _static_members() -> set[str]:
