@@ -15,6 +15,11 @@ def t64(a: Any, requires_grad: bool = True) -> ag.Tensor:
     return ag.tensor(np.asarray(a, dtype=np.float64), requires_grad=requires_grad)
 
 
+def c64(a: Any) -> ag.Tensor:
+    """A float64 constant: a tensor that does not require grad."""
+    return t64(a, requires_grad=False)
+
+
 def rnd(*shape: int, seed: int = 0) -> np.ndarray:
     """Standard normal float64 values of ``shape``."""
     return np.random.default_rng(seed).standard_normal(shape)

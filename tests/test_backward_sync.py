@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import aiograd as ag
+from helpers import t64
 from aiograd import _aio
 from test_cancellation import _Boom  # a custom Function whose backward raises
 
@@ -26,10 +27,6 @@ def offload_always() -> Iterator[None]:
     ag.set_offload("always")
     yield
     ag.set_offload(before)
-
-
-def _t(values: list[float]) -> ag.Tensor:
-    return ag.tensor(values, dtype=ag.float64, requires_grad=True)
 
 
 class _Spy(ag.Function):
@@ -49,7 +46,7 @@ class _Spy(ag.Function):
 
 def test_backward_sync_starts_no_event_loop() -> None:
     _Spy.seen = []
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     (_Spy.apply(x) * x).sum().backward_sync()
     assert _Spy.seen == [None]
     assert x.grad.tolist() == [2.0, 4.0]
@@ -59,7 +56,7 @@ def test_backward_sync_starts_no_event_loop() -> None:
 
 
 def test_backward_sync_starts_no_thread_per_call() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     (x * 2).sum().backward_sync()
     before = threading.active_count()
     for _ in range(50):
@@ -69,7 +66,7 @@ def test_backward_sync_starts_no_thread_per_call() -> None:
 
 
 def test_backward_sync_leaves_the_callers_context_alone() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y = (x * 2).sum()
     with ag.no_grad():
         y.backward_sync()
@@ -97,7 +94,7 @@ def test_backward_sync_with_kernels_on_device_threads(offload_always: None) -> N
 
 
 def test_failed_backward_sync_with_device_work_leaves_grads_and_engine_usable(offload_always: None) -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     x.grad = ag.tensor([5.0, 5.0], dtype=ag.float64)
     with pytest.raises(ValueError, match="boom"):
         ((x * 3).sin() + _Boom.apply(x)).sum().backward_sync()
@@ -121,17 +118,17 @@ class _AsyncSquare(ag.Function):
 
 
 def test_backward_sync_runs_an_async_backward_on_a_loop_of_its_own() -> None:
-    x = _t([1.0, 3.0])
+    x = t64([1.0, 3.0])
     (_AsyncSquare.apply(x) * 2).sum().backward_sync()
     assert x.grad.tolist() == [4.0, 12.0]
     assert _aio.running_loop_kind() is None
 
 
 def test_backward_sync_through_reentrant_checkpoint() -> None:
-    x = _t([0.5, 1.5])
+    x = t64([0.5, 1.5])
     y = ag.checkpoint(lambda a: (a.sin() * a).exp(), x, use_reentrant=True)
     y.sum().backward_sync()
-    ref = _t([0.5, 1.5])
+    ref = t64([0.5, 1.5])
     asyncio.run((ref.sin() * ref).exp().sum().backward())
     np.testing.assert_allclose(x.grad.numpy(), ref.grad.numpy(), rtol=1e-12)
 
@@ -147,14 +144,14 @@ def test_backward_sync_inside_a_sync_backward_of_a_backward_sync() -> None:
 
         @staticmethod
         def backward(ctx: Any, g: ag.Tensor) -> ag.Tensor:
-            z = _t([1.0])
+            z = t64([1.0])
             z.register_hook(lambda g: depths.append(ag.autograd.engine.current_graph_task().reentrant_depth))
             with ag.enable_grad():
                 (z * 2).sum().backward_sync()
             depths.append(ag.autograd.engine.current_graph_task().reentrant_depth)
             return g * z.grad
 
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     Inner.apply(x).sum().backward_sync()
     assert x.grad.tolist() == [2.0, 2.0]
     assert depths == [1, 0]
@@ -202,7 +199,7 @@ def _close_loop_under_pending(coro: Any) -> list[str]:
 def test_closing_a_loop_with_a_pending_backward_is_quiet_and_leaves_grads() -> None:
     """The pass's coroutine is closed by the garbage collector, outside its task's context:
     nothing may be printed ("Token was created in a different Context"), and .grad stays."""
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     assert _close_loop_under_pending_backward((_Stuck.apply(x) * x).sum()) == []
     assert x.grad is None
     asyncio.run((x * 2).sum().backward())

@@ -10,11 +10,8 @@ import numpy as np
 import pytest
 
 import aiograd as ag
+from helpers import t64
 from aiograd.autograd.engine import current_graph_task
-
-
-def _t(vals, rg: bool = True) -> ag.Tensor:
-    return ag.tensor(vals, dtype=ag.float64, requires_grad=rg)
 
 
 def _all_nodes(t: ag.Tensor) -> list:
@@ -38,7 +35,7 @@ def _log_prehooks(t: ag.Tensor, log: list) -> None:
 
 
 async def test_backward_fills_leaf_grads() -> None:
-    x, w = _t([1.0, 2.0]), _t([3.0, 4.0])
+    x, w = t64([1.0, 2.0]), t64([3.0, 4.0])
     await ((x * w).sin().sum()).backward()
     assert np.allclose(x.grad.numpy(), np.cos([3.0, 8.0]) * [3.0, 4.0])
     assert np.allclose(w.grad.numpy(), np.cos([3.0, 8.0]) * [1.0, 2.0])
@@ -46,7 +43,7 @@ async def test_backward_fills_leaf_grads() -> None:
 
 
 async def test_gradients_accumulate_across_calls() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     await (x * x).sum().backward()
     await (x * 3).sum().backward()
     assert x.grad.tolist() == [5.0, 7.0]
@@ -56,13 +53,13 @@ async def test_gradients_accumulate_across_calls() -> None:
 
 
 async def test_leaf_used_twice_sums_its_gradients() -> None:
-    x = _t([2.0])
+    x = t64([2.0])
     await (x * x + x.exp() + x).sum().backward()
     assert np.allclose(x.grad.numpy(), [4.0 + np.exp(2.0) + 1.0])
 
 
 async def test_retain_graph_allows_a_second_pass() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y = (x * x).sum()
     await y.backward(retain_graph=True)
     await y.backward()
@@ -70,31 +67,31 @@ async def test_retain_graph_allows_a_second_pass() -> None:
 
 
 async def test_gradient_argument_for_non_scalar_outputs() -> None:
-    x = _t([1.0, 2.0, 3.0])
+    x = t64([1.0, 2.0, 3.0])
     y = x * x
     await y.backward(ag.tensor([1.0, 0.0, 2.0], dtype=ag.float64))
     assert x.grad.tolist() == [2.0, 0.0, 12.0]
 
 
 async def test_backward_with_several_roots_and_grad_tensors() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y1, y2 = x * 2, (x * x).sum()
     await ag.backward([y1, y2], [ag.tensor([1.0, 10.0], dtype=ag.float64), None])
     assert x.grad.tolist() == [2.0 + 2.0, 20.0 + 4.0]
-    z = _t([1.0])
+    z = t64([1.0])
     await ag.backward(z * 5)
     assert z.grad.tolist() == [5.0]
 
 
 async def test_backward_inputs_restricts_accumulation_to_leaves_given() -> None:
-    x, w = _t([1.0, 2.0]), _t([3.0, 4.0])
+    x, w = t64([1.0, 2.0]), t64([3.0, 4.0])
     await (x * w).sum().backward(inputs=[x])
     assert x.grad.tolist() == [3.0, 4.0]
     assert w.grad is None
 
 
 async def test_backward_inputs_accepts_a_single_tensor_and_non_leaves() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     h = x * 2
     out = (h * h).sum()
     await out.backward(inputs=h)
@@ -103,7 +100,7 @@ async def test_backward_inputs_accepts_a_single_tensor_and_non_leaves() -> None:
 
 
 async def test_backward_inputs_non_leaf_and_leaf_together() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     h = x * 2
     await (h * h).sum().backward(inputs=[h, x])
     assert h.grad.tolist() == [4.0, 8.0]
@@ -111,7 +108,7 @@ async def test_backward_inputs_non_leaf_and_leaf_together() -> None:
 
 
 async def test_grad_returns_tuple_and_leaves_dot_grad_alone() -> None:
-    x, w = _t([1.0, 2.0]), _t([3.0, 4.0])
+    x, w = t64([1.0, 2.0]), t64([3.0, 4.0])
     y = (x * w).sum()
     gx, gw = await ag.grad(y, [x, w])
     assert gx.tolist() == [3.0, 4.0] and gw.tolist() == [1.0, 2.0]
@@ -120,7 +117,7 @@ async def test_grad_returns_tuple_and_leaves_dot_grad_alone() -> None:
 
 
 async def test_grad_with_respect_to_a_non_leaf() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     h = x.exp()
     y = (h * 3).sum()
     (gh,) = await ag.grad(y, h)
@@ -128,19 +125,19 @@ async def test_grad_with_respect_to_a_non_leaf() -> None:
 
 
 async def test_grad_outputs_weights_the_outputs() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     (g,) = await ag.grad(x * x, [x], grad_outputs=[ag.tensor([1.0, -1.0], dtype=ag.float64)])
     assert g.tolist() == [2.0, -4.0]
 
 
 async def test_grad_with_several_outputs_sums() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     (g,) = await ag.grad([(x * x).sum(), (x * 3).sum()], [x])
     assert g.tolist() == [5.0, 7.0]
 
 
 async def test_allow_unused_and_materialize_grads() -> None:
-    x, unused = _t([1.0, 2.0]), _t([5.0])
+    x, unused = t64([1.0, 2.0]), t64([5.0])
     y = (x * 2).sum()
     gx, gu = await ag.grad(y, [x, unused], allow_unused=True, retain_graph=True)
     assert gx.tolist() == [2.0, 2.0] and gu is None
@@ -151,7 +148,7 @@ async def test_allow_unused_and_materialize_grads() -> None:
 
 
 async def test_create_graph_gives_higher_order_gradients() -> None:
-    x = _t([2.0])
+    x = t64([2.0])
     y = x * x * x
     (g1,) = await ag.grad(y, [x], create_graph=True)
     assert g1.requires_grad and g1.tolist() == [12.0]
@@ -162,7 +159,7 @@ async def test_create_graph_gives_higher_order_gradients() -> None:
 
 
 async def test_create_graph_higher_order_of_transcendental_functions() -> None:
-    x = _t([0.3, 1.1])
+    x = t64([0.3, 1.1])
     (g1,) = await ag.grad(x.sin().sum(), [x], create_graph=True)
     (g2,) = await ag.grad(g1.sum(), [x], create_graph=True)
     (g3,) = await ag.grad(g2.sum(), [x])
@@ -173,7 +170,7 @@ async def test_create_graph_higher_order_of_transcendental_functions() -> None:
 
 
 async def test_backward_create_graph_makes_dot_grad_differentiable() -> None:
-    x = _t([3.0])
+    x = t64([3.0])
     await (x * x * x).sum().backward(create_graph=True)
     assert x.grad.requires_grad and x.grad.tolist() == [27.0]
     g = x.grad
@@ -183,7 +180,7 @@ async def test_backward_create_graph_makes_dot_grad_differentiable() -> None:
 
 
 async def test_mixed_second_derivative() -> None:
-    x, y = _t([2.0]), _t([5.0])
+    x, y = t64([2.0]), t64([5.0])
     f = (x * x * y).sum()
     (gx,) = await ag.grad(f, [x], create_graph=True)  # 2xy
     (gxy,) = await ag.grad(gx.sum(), [y])  # 2x
@@ -196,7 +193,7 @@ async def test_mixed_second_derivative() -> None:
 async def test_order_prefers_higher_sequence_nr_like_torch() -> None:
     # Recorded: Sin(1) Cos(2) Exp(3) Add Sum. torch runs (checked against torch 2.x):
     # Sum, Add, Exp, Cos, Sin, AccumulateGrad.
-    x = _t([0.5, 1.0])
+    x = t64([0.5, 1.0])
     y, z = x.sin(), x.cos()
     w = y.exp()
     out = (w + z).sum()
@@ -207,7 +204,7 @@ async def test_order_prefers_higher_sequence_nr_like_torch() -> None:
 
 
 async def test_order_on_a_diamond_like_torch() -> None:
-    x = _t([0.5, 1.0])
+    x = t64([0.5, 1.0])
     a = x * 2
     b, c = a.sin(), a.exp()
     d = (b + c).sum()
@@ -220,7 +217,7 @@ async def test_order_on_a_diamond_like_torch() -> None:
 
 
 async def test_each_node_runs_after_all_its_consumers() -> None:
-    x = _t(np.linspace(0.1, 1.0, 4).tolist())
+    x = t64(np.linspace(0.1, 1.0, 4).tolist())
     h = x.tanh()
     terms = [h * float(k) for k in range(1, 6)]
     out = terms[0]
@@ -247,7 +244,7 @@ async def test_hook_order_tensor_pre_then_pre_then_apply_then_post() -> None:
             log.append("apply")
             return g
 
-    x = _t([1.0])
+    x = t64([1.0])
     y = Logged.apply(x)
     y.register_hook(lambda g: log.append("tensor_pre"))
     y.grad_fn.register_prehook(lambda g: log.append("pre"))
@@ -257,7 +254,7 @@ async def test_hook_order_tensor_pre_then_pre_then_apply_then_post() -> None:
 
 
 async def test_tensor_hook_can_replace_the_gradient() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     x.register_hook(lambda g: g * 10)
     h = x * 1
     h.register_hook(lambda g: g + 1)
@@ -266,7 +263,7 @@ async def test_tensor_hook_can_replace_the_gradient() -> None:
 
 
 async def test_prehook_and_post_hook_can_replace_gradients() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y = x * 3
     seen = {}
 
@@ -283,7 +280,7 @@ async def test_prehook_and_post_hook_can_replace_gradients() -> None:
 
 
 async def test_retain_grad_keeps_non_leaf_gradients_and_accumulates() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     h = x * 2
     h.retain_grad()
     assert h.retains_grad
@@ -295,7 +292,7 @@ async def test_retain_grad_keeps_non_leaf_gradients_and_accumulates() -> None:
 
 
 async def test_grad_of_a_non_leaf_warns_like_torch_and_is_none() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     h = x * 2
     await (h * h).sum().backward()
     with pytest.warns(UserWarning, match=r"not a leaf Tensor is being accessed.*use \.retain_grad\(\)") as rec:
@@ -329,7 +326,7 @@ async def test_aiograd_itself_never_reads_grad_of_a_non_leaf() -> None:
 
 
 async def test_retained_grad_sees_tensor_hook_result() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     h = x * 2
     h.retain_grad()
     h.register_hook(lambda g: g * 5)
@@ -339,7 +336,7 @@ async def test_retained_grad_sees_tensor_hook_result() -> None:
 
 
 async def test_post_accumulate_grad_hook_runs_at_commit_with_the_full_gradient() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     seen = []
 
     def hook(t):
@@ -356,7 +353,7 @@ async def test_post_accumulate_grad_hook_runs_at_commit_with_the_full_gradient()
 
 
 async def test_post_accumulate_grad_hook_can_step_the_parameter() -> None:
-    w = _t([1.0, 1.0])
+    w = t64([1.0, 1.0])
 
     def sgd(p):
         with ag.no_grad():
@@ -370,7 +367,7 @@ async def test_post_accumulate_grad_hook_can_step_the_parameter() -> None:
 
 
 async def test_queue_callback_runs_after_commit_and_callbacks_can_queue_callbacks() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     log = []
 
     def second():
@@ -396,7 +393,7 @@ async def test_queue_callback_runs_after_commit_and_callbacks_can_queue_callback
 
 
 async def test_queue_callback_from_a_hook() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     y = x * 2
     log = []
     y.grad_fn.register_prehook(lambda g: ag.queue_callback(lambda: log.append("cb")))
@@ -419,7 +416,7 @@ async def test_warnings_in_custom_backward_are_reemitted_at_the_end() -> None:
             log.append("backward")
             return g
 
-    x = _t([1.0])
+    x = t64([1.0])
     y = Warns.apply(x).sum()
     y.grad_fn.register_prehook(lambda g: ag.queue_callback(lambda: log.append("callback")))
     with warnings.catch_warnings():
@@ -441,7 +438,7 @@ async def test_warning_in_backward_surfaces_through_pytest_warns() -> None:
             warnings.warn("deprecated thing", DeprecationWarning)
             return g
 
-    x = _t([1.0])
+    x = t64([1.0])
     with pytest.warns(DeprecationWarning, match="deprecated thing"):
         await Warns.apply(x).sum().backward()
 
@@ -449,7 +446,7 @@ async def test_warning_in_backward_surfaces_through_pytest_warns() -> None:
 async def test_could_not_compute_gradients_when_the_graph_changes_during_the_pass() -> None:
     # Reachable only through a graph changed while the pass runs: a pre-hook drops one of
     # the two edges into `a` after the dependencies were counted.
-    x = _t([1.0])
+    x = t64([1.0])
     a = x.exp()
     b, c = a * 2, a * 3
     out = b + c
@@ -468,7 +465,7 @@ async def test_could_not_compute_gradients_when_the_graph_changes_during_the_pas
 
 
 async def test_grad_does_not_run_nodes_that_do_not_lead_to_inputs() -> None:
-    x, w = _t([1.0, 2.0]), _t([3.0])
+    x, w = t64([1.0, 2.0]), t64([3.0])
     y = (x.sin() + w.exp().cos()).sum()
     log: list[str] = []
     _log_prehooks(y, log)
@@ -480,7 +477,7 @@ async def test_grad_does_not_run_nodes_that_do_not_lead_to_inputs() -> None:
 
 
 async def test_grad_wrt_intermediate_does_not_run_below_it() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     h = x.exp()
     y = (h.sin() * 2).sum()
     log: list[str] = []
@@ -491,7 +488,7 @@ async def test_grad_wrt_intermediate_does_not_run_below_it() -> None:
 
 
 async def test_backward_inputs_prunes_too() -> None:
-    x, w = _t([1.0]), _t([2.0])
+    x, w = t64([1.0]), t64([2.0])
     y = (x * 2 + w.exp()).sum()
     log: list[str] = []
     _log_prehooks(y, log)
@@ -514,7 +511,7 @@ class _Boom(ag.Function):
 
 
 async def test_failed_pass_leaves_every_grad_untouched_and_engine_works_after() -> None:
-    x, y, z = _t([1.0, 2.0]), _t([3.0]), _t([4.0])
+    x, y, z = t64([1.0, 2.0]), t64([3.0]), t64([4.0])
     y.grad = ag.tensor([100.0], dtype=ag.float64)
     # recorded first, so it runs last: x's and y's AccumulateGrad run before it fails
     boom = _Boom.apply(z.exp()).sum()
@@ -537,9 +534,9 @@ async def test_failed_pass_leaves_every_grad_untouched_and_engine_works_after() 
 
 
 async def test_error_from_a_hook_also_leaves_grads_untouched() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     x.grad = ag.tensor([1.0], dtype=ag.float64)
-    w = _t([1.0])
+    w = t64([1.0])
     y = (x * 2 + w.sin()).sum()
 
     def bad(g):
@@ -556,7 +553,7 @@ async def test_error_from_a_hook_also_leaves_grads_untouched() -> None:
 
 async def test_long_chain_backward_yields_to_other_tasks() -> None:
     n = 50_000
-    x = _t([1.0])
+    x = t64([1.0])
     y = x
     for _ in range(n):
         y = y * 1.0
@@ -582,7 +579,7 @@ async def test_long_chain_backward_yields_to_other_tasks() -> None:
 
 
 async def test_deep_chain_needs_no_recursion() -> None:
-    x = _t([2.0])
+    x = t64([2.0])
     y = x
     for _ in range(5000):
         y = y + 0.0
@@ -591,8 +588,8 @@ async def test_deep_chain_needs_no_recursion() -> None:
 
 
 async def test_concurrent_passes_over_one_retained_graph_equal_sequential() -> None:
-    x = _t(np.linspace(-1, 1, 8).tolist())
-    w = _t(np.linspace(0.5, 2.0, 8).tolist())
+    x = t64(np.linspace(-1, 1, 8).tolist())
+    w = t64(np.linspace(0.5, 2.0, 8).tolist())
     h = x
     for k in range(300):
         h = (h * w).tanh() + x * 0.01 if k % 2 else h.sin() * 1.5
@@ -622,7 +619,7 @@ async def test_concurrent_passes_over_one_retained_graph_equal_sequential() -> N
 
 
 async def test_concurrent_backward_calls_accumulate_like_sequential_ones() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     h = x
     for _ in range(500):
         h = h * 1.0
@@ -648,7 +645,7 @@ def test_time_slice_validation() -> None:
 
 
 def test_backward_sync_and_grad_sync_outside_a_loop() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y = (x * x).sum()
     y.backward_sync(retain_graph=True)
     assert x.grad.tolist() == [2.0, 4.0]
@@ -659,7 +656,7 @@ def test_backward_sync_and_grad_sync_outside_a_loop() -> None:
 
 
 async def test_backward_sync_inside_a_running_loop_says_to_await() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     y = (x * 2).sum()
     with pytest.raises(RuntimeError, match=r"await backward\(\.\.\.\)"):
         y.backward_sync()
@@ -675,7 +672,7 @@ async def test_backward_sync_inside_a_running_loop_says_to_await() -> None:
 
 @pytest.mark.parametrize("bad", [[1.0, 1.0], 1.0, "abc"], ids=["list", "float", "str"])
 async def test_a_non_tensor_gradient_is_a_type_error_naming_its_type(bad: object) -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y = x * 2
     name = type(bad).__name__
     with pytest.raises(TypeError, match=rf"gradients can be either Tensors or None, but got {name}$"):
@@ -690,7 +687,7 @@ async def test_a_non_tensor_gradient_is_a_type_error_naming_its_type(bad: object
 
 
 async def test_a_numpy_gradient_is_taken_as_one_gradient() -> None:
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     await (x * 2).backward(np.array([1.0, 10.0]))
     assert x.grad.tolist() == [2.0, 20.0]
     await ag.backward([(x * 2)], [np.array([1.0, 1.0])])

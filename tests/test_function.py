@@ -9,11 +9,8 @@ import numpy as np
 import pytest
 
 import aiograd as ag
+from helpers import t64
 from aiograd.autograd.engine import current_graph_task
-
-
-def _t(vals, rg: bool = True) -> ag.Tensor:
-    return ag.tensor(vals, dtype=ag.float64, requires_grad=rg)
 
 
 class Square(ag.Function):
@@ -29,7 +26,7 @@ class Square(ag.Function):
 
 
 async def test_forward_and_backward() -> None:
-    x = _t([1.0, 3.0])
+    x = t64([1.0, 3.0])
     y = Square.apply(x)
     assert y.tolist() == [1.0, 9.0]
     assert y.grad_fn.name() == "SquareBackward"
@@ -53,15 +50,15 @@ def test_forward_runs_without_recording() -> None:
         def backward(ctx, g):
             return g * 2
 
-    y = Probe.apply(_t([1.0]))
+    y = Probe.apply(t64([1.0]))
     assert seen == {"enabled": False, "inner_grad_fn": None}
     assert y.grad_fn.name() == "ProbeBackward"
 
 
 def test_no_node_when_no_input_requires_grad_or_grad_disabled() -> None:
-    assert Square.apply(_t([2.0], rg=False)).grad_fn is None
+    assert Square.apply(t64([2.0], requires_grad=False)).grad_fn is None
     with ag.no_grad():
-        assert Square.apply(_t([2.0])).grad_fn is None
+        assert Square.apply(t64([2.0])).grad_fn is None
 
 
 def test_function_is_not_instantiated() -> None:
@@ -70,7 +67,7 @@ def test_function_is_not_instantiated() -> None:
 
 
 async def test_saved_tensors_are_freed_after_backward() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     y = Square.apply(x)
     node = y.grad_fn
     assert node.saved_tensors[0] is x
@@ -80,7 +77,7 @@ async def test_saved_tensors_are_freed_after_backward() -> None:
 
 
 async def test_saved_tensors_kept_with_retain_graph() -> None:
-    x = _t([2.0])
+    x = t64([2.0])
     y = Square.apply(x)
     await y.sum().backward(retain_graph=True)
     await y.sum().backward()
@@ -101,7 +98,7 @@ async def test_saving_an_output_and_none() -> None:
             assert nothing is None
             return g * out
 
-    x = _t([0.5])
+    x = t64([0.5])
     await Exp.apply(x).sum().backward()
     assert np.allclose(x.grad.numpy(), np.exp(0.5))
 
@@ -121,7 +118,7 @@ async def test_needs_input_grad_and_non_tensor_args() -> None:
             seen["backward"] = ctx.needs_input_grad
             return g * ctx.factor, None, (g if ctx.needs_input_grad[2] else None)
 
-    x, y = _t([1.0]), _t([2.0], rg=False)
+    x, y = t64([1.0]), t64([2.0], requires_grad=False)
     out = Scale.apply(x, 3.0, y, offset=1.0)
     assert out.tolist() == [6.0]
     assert out.grad_fn.next_functions[1] == (None, 0) and out.grad_fn.next_functions[2] == (None, 0)
@@ -148,11 +145,11 @@ async def test_mark_non_differentiable_and_multiple_outputs() -> None:
             out[ctx.idx] = g_vals.numpy()
             return ag.tensor(out, dtype=ag.float64)
 
-    x = _t([3.0, 1.0, 2.0])
+    x = t64([3.0, 1.0, 2.0])
     vals, idx, mask = SortLike.apply(x.detach().requires_grad_())
     assert vals.requires_grad and not idx.requires_grad and not mask.requires_grad
     assert idx.dtype == np.int64
-    xx = _t([3.0, 1.0, 2.0])
+    xx = t64([3.0, 1.0, 2.0])
     vals, _, _ = SortLike.apply(xx)
     await (vals * ag.tensor([1.0, 10.0, 100.0], dtype=ag.float64)).sum().backward()
     assert xx.grad.tolist() == [100.0, 1.0, 10.0]
@@ -176,7 +173,7 @@ async def test_materialize_grads_default_and_disabled() -> None:
         return Two
 
     for materialize in (True, False):
-        x = _t([1.0])
+        x = t64([1.0])
         a, _unused = make(materialize).apply(x)
         await a.sum().backward()
         assert x.grad.tolist() == [1.0]
@@ -193,7 +190,7 @@ async def test_returning_an_input_gives_a_new_output_tensor() -> None:
         def backward(ctx, g):
             return g * 5
 
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y = Identity.apply(x)
     assert y is not x and x.is_leaf and y.grad_fn.name() == "IdentityBackward"
     assert np.shares_memory(y.detach().numpy(), x.detach().numpy())
@@ -211,7 +208,7 @@ async def test_returning_a_plain_array_gradient_is_accepted() -> None:
         def backward(ctx, g):
             return np.full(g.shape, 4.0)
 
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     await F.apply(x).sum().backward()
     assert x.grad.tolist() == [4.0, 4.0]
 
@@ -226,13 +223,13 @@ async def test_broadcast_gradient_is_reduced_to_the_input_shape() -> None:
         def backward(ctx, g):
             return ag.ones(3, 2, dtype=ag.float64)
 
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     await F.apply(x).sum().backward()
     assert x.grad.tolist() == [3.0, 3.0]
 
 
 async def test_custom_backward_is_differentiable_with_create_graph() -> None:
-    x = _t([3.0])
+    x = t64([3.0])
     (g,) = await ag.grad(Square.apply(x).sum(), [x], create_graph=True)
     assert g.requires_grad and g.tolist() == [6.0]
     (gg,) = await ag.grad(g.sum(), [x])
@@ -255,7 +252,7 @@ async def test_once_differentiable_backward_records_nothing() -> None:
             (x,) = ctx.saved_tensors
             return g * 2 * x
 
-    x = _t([3.0])
+    x = t64([3.0])
     (g,) = await ag.grad(Once.apply(x).sum(), [x], create_graph=True)
     assert seen["enabled"] is False
     assert g.tolist() == [6.0] and not g.requires_grad
@@ -273,7 +270,7 @@ async def test_async_backward() -> None:
             assert current_graph_task() is not None
             return g * 3
 
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     y = Slow.apply(Slow.apply(x)).sum()
     await y.backward()
     assert x.grad.tolist() == [9.0, 9.0]
@@ -291,7 +288,7 @@ async def test_async_once_differentiable() -> None:
             await anyio.sleep(0)
             return g * 3
 
-    x = _t([1.0])
+    x = t64([1.0])
     (g,) = await ag.grad(Slow.apply(x).sum(), [x], create_graph=True)
     assert g.tolist() == [3.0] and not g.requires_grad
 
@@ -323,7 +320,7 @@ class Reenter(ag.Function):
 
 
 async def test_reentrant_backward_one_level() -> None:
-    x = _t([1.0])
+    x = t64([1.0])
     await Reenter.apply(x, 1).sum().backward()
     assert x.grad.tolist() == [2.0]
 
@@ -332,7 +329,7 @@ async def test_reentrant_backward_one_level() -> None:
 async def test_reentrant_backward_1000_levels_deep() -> None:
     Reenter.max_depth_seen = 0
     limit = sys.getrecursionlimit()
-    x = _t([1.0])
+    x = t64([1.0])
     with anyio.fail_after(30):
         await Reenter.apply(x, 1000).sum().backward()
     assert x.grad.tolist() == [2.0]
@@ -341,7 +338,7 @@ async def test_reentrant_backward_1000_levels_deep() -> None:
 
 
 async def test_reentrant_backward_through_ag_backward_commits_nested_grads() -> None:
-    param = _t([5.0])
+    param = t64([5.0])
 
     class UsesParam(ag.Function):
         @staticmethod
@@ -354,7 +351,7 @@ async def test_reentrant_backward_through_ag_backward_commits_nested_grads() -> 
                 await (param * 3).sum().backward()
             return g
 
-    x = _t([1.0])
+    x = t64([1.0])
     await UsesParam.apply(x).sum().backward()
     assert param.grad.tolist() == [3.0]
     assert x.grad.tolist() == [1.0]
@@ -380,7 +377,7 @@ async def test_reentrant_nested_task_nodes_run_before_the_outer_ones() -> None:
             log.append("nested-end")
             return g
 
-    x = _t([1.0])
+    x = t64([1.0])
     other = x.cos()  # recorded first: lower sequence_nr, runs after the Nested node
     other.grad_fn.register_prehook(lambda grads: log.append("outer:CosBackward0"))
     y = Nested.apply(x.tanh())
@@ -411,7 +408,7 @@ async def test_error_in_a_nested_pass_propagates_and_grads_stay() -> None:
             await ag.grad(out, [inner])  # non-scalar without grad_outputs
             return g
 
-    x = _t([1.0])
+    x = t64([1.0])
     with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
         await Fails.apply(x).sum().backward()
     assert x.grad is None
@@ -438,7 +435,7 @@ async def test_backward_returning_a_non_tensor_says_what_it_got(bad: object, des
         def backward(ctx, g):
             return bad
 
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     with pytest.raises(
         RuntimeError,
         match=rf"function BadBackward returned an invalid gradient at index 0 - expected Tensor or None "
@@ -459,7 +456,7 @@ async def test_save_for_backward_of_a_non_tensor_is_a_type_error() -> None:
         def backward(ctx, g):
             return g * 2
 
-    x = _t([1.0, 2.0])
+    x = t64([1.0, 2.0])
     with pytest.raises(TypeError, match="save_for_backward can only save tensors, but argument 2 is of type float"):
         SavesFloat.apply(x)
     with ag.no_grad():  # not recorded: nothing is saved, as in torch

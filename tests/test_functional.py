@@ -8,10 +8,7 @@ import pytest
 
 import aiograd as ag
 from aiograd import functional as F
-
-
-def _t(vals, rg: bool = False) -> ag.Tensor:
-    return ag.tensor(vals, dtype=ag.float64, requires_grad=rg)
+from helpers import c64, t64
 
 
 X = np.array([0.3, -1.2, 2.0])
@@ -33,7 +30,7 @@ def test_module_is_exported() -> None:
 
 async def test_vjp_single_tensor() -> None:
     v = np.array([1.0, -2.0])
-    out, g = await F.vjp(f_vec, _t(X), _t(v))
+    out, g = await F.vjp(f_vec, c64(X), c64(v))
     assert isinstance(out, ag.Tensor) and isinstance(g, ag.Tensor)
     assert np.allclose(out.numpy(), A @ (np.sin(X) * X))
     assert np.allclose(g.numpy(), v @ jac_vec(X))
@@ -41,11 +38,11 @@ async def test_vjp_single_tensor() -> None:
 
 
 async def test_vjp_scalar_output_without_v_and_tuples() -> None:
-    x, y = _t([1.0, 2.0]), _t([3.0, 4.0])
+    x, y = c64([1.0, 2.0]), c64([3.0, 4.0])
     out, (gx, gy) = await F.vjp(lambda a, b: (a * b).sum(), (x, y))
     assert out.item() == 11.0
     assert gx.tolist() == [3.0, 4.0] and gy.tolist() == [1.0, 2.0]
-    outs, grads = await F.vjp(lambda a: (a * 2, a.exp()), [x], (_t([1.0, 1.0]), _t([1.0, 0.0])))
+    outs, grads = await F.vjp(lambda a: (a * 2, a.exp()), [x], (c64([1.0, 1.0]), c64([1.0, 0.0])))
     assert isinstance(outs, tuple) and len(outs) == 2
     assert isinstance(grads, tuple) and len(grads) == 1
     assert np.allclose(grads[0].numpy(), [2.0 + np.e, 2.0])
@@ -53,15 +50,15 @@ async def test_vjp_scalar_output_without_v_and_tuples() -> None:
 
 async def test_vjp_requires_v_for_non_scalar_outputs() -> None:
     with pytest.raises(RuntimeError, match="v can only be None"):
-        await F.vjp(f_vec, _t(X))
+        await F.vjp(f_vec, c64(X))
     with pytest.raises(RuntimeError, match="v has invalid size"):
-        await F.vjp(f_vec, _t(X), _t([1.0, 2.0, 3.0]))
+        await F.vjp(f_vec, c64(X), c64([1.0, 2.0, 3.0]))
     with pytest.raises(TypeError, match="must be either a Tensor or a tuple of Tensors"):
         await F.vjp(f_vec, [1.0, 2.0])
 
 
 async def test_vjp_independent_input_gives_zeros_or_raises_in_strict_mode() -> None:
-    x, y = _t([1.0]), _t([2.0, 3.0])
+    x, y = c64([1.0]), c64([2.0, 3.0])
     _, (gx, gy) = await F.vjp(lambda a, b: (a * 2).sum(), (x, y))
     assert gx.tolist() == [2.0] and gy.tolist() == [0.0, 0.0]
     with pytest.raises(RuntimeError, match="independent of input 1"):
@@ -71,7 +68,7 @@ async def test_vjp_independent_input_gives_zeros_or_raises_in_strict_mode() -> N
 
 
 async def test_vjp_leaves_inputs_untouched_and_works_under_no_grad() -> None:
-    x = _t(X, rg=True)
+    x = t64(X)
     with ag.no_grad():
         _, g = await F.vjp(lambda a: a.sin().sum(), x)
     assert np.allclose(g.numpy(), np.cos(X))
@@ -79,7 +76,7 @@ async def test_vjp_leaves_inputs_untouched_and_works_under_no_grad() -> None:
 
 
 async def test_vjp_create_graph_is_differentiable() -> None:
-    x = _t([2.0], rg=True)
+    x = t64([2.0])
     _, g = await F.vjp(lambda a: (a * a * a).sum(), x, create_graph=True)  # 3x^2
     assert g.requires_grad
     (gg,) = await ag.grad(g.sum(), [x])
@@ -88,37 +85,37 @@ async def test_vjp_create_graph_is_differentiable() -> None:
 
 async def test_jvp_single_and_tuple() -> None:
     v = np.array([0.5, 1.0, -1.0])
-    out, jv = await F.jvp(f_vec, _t(X), _t(v))
+    out, jv = await F.jvp(f_vec, c64(X), c64(v))
     assert np.allclose(out.numpy(), A @ (np.sin(X) * X))
     assert np.allclose(jv.numpy(), jac_vec(X) @ v)
-    x, y = _t([1.0, 2.0]), _t([3.0, 4.0])
-    outs, jvs = await F.jvp(lambda a, b: (a * b, a + b.exp()), (x, y), (_t([1.0, 0.0]), _t([0.0, 1.0])))
+    x, y = c64([1.0, 2.0]), c64([3.0, 4.0])
+    outs, jvs = await F.jvp(lambda a, b: (a * b, a + b.exp()), (x, y), (c64([1.0, 0.0]), c64([0.0, 1.0])))
     assert isinstance(outs, tuple) and isinstance(jvs, tuple) and len(jvs) == 2
     assert np.allclose(jvs[0].numpy(), [3.0, 2.0])
     assert np.allclose(jvs[1].numpy(), [1.0, np.exp(4.0)])
 
 
 async def test_jvp_scalar_input_without_v() -> None:
-    _, jv = await F.jvp(lambda a: a * a * a, _t(2.0))
+    _, jv = await F.jvp(lambda a: a * a * a, c64(2.0))
     assert jv.item() == 12.0
     with pytest.raises(RuntimeError, match="v can only be None"):
-        await F.jvp(f_vec, _t(X))
+        await F.jvp(f_vec, c64(X))
 
 
 async def test_jvp_create_graph() -> None:
-    x = _t([2.0], rg=True)
-    _, jv = await F.jvp(lambda a: a * a * a, x, _t([1.0]), create_graph=True)
+    x = t64([2.0])
+    _, jv = await F.jvp(lambda a: a * a * a, x, c64([1.0]), create_graph=True)
     assert jv.tolist() == [12.0] and jv.requires_grad
     (g,) = await ag.grad(jv.sum(), [x])
     assert g.tolist() == [12.0]
 
 
 async def test_jacobian_structures() -> None:
-    j = await F.jacobian(f_vec, _t(X))
+    j = await F.jacobian(f_vec, c64(X))
     assert isinstance(j, ag.Tensor) and j.shape == (2, 3)
     assert np.allclose(j.numpy(), jac_vec(X))
 
-    x, y = _t([1.0, 2.0]), _t([3.0, 4.0, 5.0])
+    x, y = c64([1.0, 2.0]), c64([3.0, 4.0, 5.0])
     jt = await F.jacobian(lambda a, b: a.sum() * b, (x, y))  # one output, tuple of inputs
     assert isinstance(jt, tuple) and len(jt) == 2
     assert jt[0].shape == (3, 2) and jt[1].shape == (3, 3)
@@ -137,7 +134,7 @@ async def test_jacobian_structures() -> None:
 
 async def test_jacobian_of_matrix_function_has_out_shape_plus_in_shape() -> None:
     m = np.arange(6.0).reshape(2, 3) / 5
-    j = await F.jacobian(lambda a: a.tanh(), _t(m))
+    j = await F.jacobian(lambda a: a.tanh(), c64(m))
     assert j.shape == (2, 3, 2, 3)
     want = np.zeros((2, 3, 2, 3))
     for i in range(2):
@@ -147,15 +144,15 @@ async def test_jacobian_of_matrix_function_has_out_shape_plus_in_shape() -> None
 
 
 async def test_jacobian_strict_and_vectorize() -> None:
-    x, y = _t([1.0]), _t([2.0])
+    x, y = c64([1.0]), c64([2.0])
     with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is independent of input 1"):
         await F.jacobian(lambda a, b: a * 2, (x, y), strict=True)
-    jv = await F.jacobian(f_vec, _t(X), vectorize=True)
+    jv = await F.jacobian(f_vec, c64(X), vectorize=True)
     assert np.allclose(jv.numpy(), jac_vec(X))
 
 
 async def test_jacobian_create_graph() -> None:
-    x = _t([1.0, 2.0], rg=True)
+    x = t64([1.0, 2.0])
     j = await F.jacobian(lambda a: a * a, x, create_graph=True)  # diag(2x)
     assert j.requires_grad
     (g,) = await ag.grad(j.sum(), [x])
@@ -167,7 +164,7 @@ async def test_async_func_is_awaited() -> None:
         await anyio.sleep(0)
         return a.sin()
 
-    j = await F.jacobian(f, _t(X))
+    j = await F.jacobian(f, c64(X))
     assert np.allclose(j.numpy(), np.diag(np.cos(X)))
 
 
@@ -177,7 +174,7 @@ async def test_hessian_single_input() -> None:
             a * ag.tensor([0.0, 1.0, 0.0], dtype=ag.float64)
         ).sum()
 
-    h = await F.hessian(f, _t(X))
+    h = await F.hessian(f, c64(X))
     want = np.diag(6 * X)
     want[0, 1] = want[1, 0] = 1.0
     assert isinstance(h, ag.Tensor) and h.shape == (3, 3)
@@ -185,7 +182,7 @@ async def test_hessian_single_input() -> None:
 
 
 async def test_hessian_tuple_inputs() -> None:
-    x, y = _t([1.0, 2.0]), _t([3.0])
+    x, y = c64([1.0, 2.0]), c64([3.0])
     h = await F.hessian(lambda a, b: (a * a * b).sum(), (x, y))
     assert isinstance(h, tuple) and isinstance(h[0], tuple)
     assert h[0][0].shape == (2, 2) and h[0][1].shape == (2, 1) and h[1][0].shape == (1, 2) and h[1][1].shape == (1, 1)
@@ -197,20 +194,20 @@ async def test_hessian_tuple_inputs() -> None:
 
 async def test_hessian_matrix_input_shape() -> None:
     m = np.array([[0.1, 0.2], [0.3, 0.4]])
-    h = await F.hessian(lambda a: a.exp().sum(), _t(m))
+    h = await F.hessian(lambda a: a.exp().sum(), c64(m))
     assert h.shape == (2, 2, 2, 2)
     assert np.allclose(h.numpy().reshape(4, 4), np.diag(np.exp(m).ravel()))
 
 
 async def test_hessian_needs_a_single_element_output() -> None:
     with pytest.raises(RuntimeError, match="should contain a single element"):
-        await F.hessian(lambda a: a * a, _t([1.0, 2.0]))
+        await F.hessian(lambda a: a * a, c64([1.0, 2.0]))
     with pytest.raises(RuntimeError, match="should return a single Tensor"):
-        await F.hessian(lambda a: (a.sum(), a.sum()), _t([1.0, 2.0]))
+        await F.hessian(lambda a: (a.sum(), a.sum()), c64([1.0, 2.0]))
 
 
 async def test_hessian_strict_for_linear_function() -> None:
     with pytest.raises(RuntimeError, match="jacobian of the user-provided function with respect to input 0 is independent"):
-        await F.hessian(lambda a: (a * 2).sum(), _t([1.0, 2.0]), strict=True)
-    h = await F.hessian(lambda a: (a * 2).sum(), _t([1.0, 2.0]))
+        await F.hessian(lambda a: (a * 2).sum(), c64([1.0, 2.0]), strict=True)
+    h = await F.hessian(lambda a: (a * 2).sum(), c64([1.0, 2.0]))
     assert not h.numpy().any()
