@@ -13,6 +13,7 @@ structure; type checkers see those methods through ``_tensor_methods.pyi``.
 from __future__ import annotations
 
 import numbers
+import operator
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
@@ -24,6 +25,26 @@ from .autograd import run_backward as _run_backward
 from .autograd.backward_call import BackwardCall
 from .autograd.backward_call import check_backward_awaited as _check_backward_awaited
 from .autograd.backward_call import pending as _backward_pending
+from ._generator import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    rng_of,
+    seed,
+    set_rng_state,
+)
+from ._memory_format import (
+    channels_last,
+    channels_last_3d,
+    check_format,
+    contiguous_format,
+    empty_in_format,
+    is_contiguous_in,
+    memory_format,
+    preserve_format,
+)
 from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
 from .device import CPU, Device, DeviceLike
 
@@ -53,7 +74,20 @@ __all__ = [
     "empty_like",
     "rand_like",
     "randn_like",
+    "randint_like",
+    "randperm",
+    "Generator",
+    "default_generator",
     "manual_seed",
+    "seed",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "memory_format",
+    "contiguous_format",
+    "preserve_format",
+    "channels_last",
+    "channels_last_3d",
     "set_default_dtype",
     "get_default_dtype",
     "float16",
@@ -79,7 +113,6 @@ uint8 = np.dtype("uint8")
 bool_ = np.dtype("bool")
 
 _default_dtype: np.dtype = float32
-_rng = np.random.default_rng()
 
 DTypeLike = Union[np.dtype, type, str, None]
 
@@ -107,14 +140,9 @@ def get_default_dtype() -> np.dtype:
     return _default_dtype
 
 
-def manual_seed(seed: int) -> None:
-    """Seed aiograd's random number generator (rand, randn, dropout, init)."""
-    global _rng
-    _rng = np.random.default_rng(seed)
-
-
 def _generator() -> np.random.Generator:
-    return _rng
+    """The default generator's numpy stream (ops without a ``generator=`` argument draw from it)."""
+    return default_generator.numpy_generator
 
 
 def _is_float_dtype(dtype: np.dtype) -> bool:
@@ -391,8 +419,40 @@ class Tensor(_TensorMethods):
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: memory_format = contiguous_format) -> bool:
+        """Whether the elements lie in memory in ``memory_format``'s order (C order by default)."""
+        return is_contiguous_in(self._data, memory_format)
+
+    # ----- new tensors like this one --------------------------------------------------
+    def _new(self, arr: np.ndarray, device: DeviceLike | None, requires_grad: bool) -> "Tensor":
+        return _make(arr, device if device is not None else self._device, requires_grad)
+
+    def new_zeros(self, *size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None,
+                  requires_grad: bool = False) -> "Tensor":
+        """Zeros of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(np.zeros(_shape_args(size), _resolve_dtype(dtype) or self.dtype), device, requires_grad)
+
+    def new_ones(self, *size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None,
+                 requires_grad: bool = False) -> "Tensor":
+        """Ones of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(np.ones(_shape_args(size), _resolve_dtype(dtype) or self.dtype), device, requires_grad)
+
+    def new_empty(self, *size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None,
+                  requires_grad: bool = False) -> "Tensor":
+        """An uninitialised tensor of ``size``, with this tensor's dtype and device unless given."""
+        return self._new(np.empty(_shape_args(size), _resolve_dtype(dtype) or self.dtype), device, requires_grad)
+
+    def new_full(self, size: Sequence[int], fill_value: Any, *, dtype: DTypeLike = None,
+                 device: DeviceLike | None = None, requires_grad: bool = False) -> "Tensor":
+        """``fill_value`` in every element of ``size``, with this tensor's dtype and device unless given."""
+        value = _fill_value(fill_value, "new_full")
+        return self._new(np.full(_shape_args((size,)), value, _resolve_dtype(dtype) or self.dtype), device,
+                         requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
+                   requires_grad: bool = False) -> "Tensor":
+        """A copy of ``data`` as a tensor with this tensor's dtype and device unless given."""
+        return self._new(_to_array(data, dtype or self.dtype, copy=True), device, requires_grad)
 
     def __repr__(self) -> str:
         body = np.array2string(self._data, separator=", ", prefix="tensor(")
@@ -704,19 +764,28 @@ def empty(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None,
     return _make(np.empty(_shape_args(size), _float_or(dtype)), device, requires_grad)
 
 
+def _fill_value(fill_value: Any, op: str) -> Any:
+    """A fill value: a number, or a one-element tensor read as its number."""
+    if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (numbers.Number, np.number, np.bool_)):
+        raise TypeError(f"{op}(): argument 'fill_value' must be a number, not {type(fill_value).__name__}")
+    return fill_value
+
+
 def full(
     size: Sequence[int], fill_value: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
-        fill_value = fill_value.item()
-    if not isinstance(fill_value, (numbers.Number, np.number, np.bool_)):
-        raise TypeError(f"full(): argument 'fill_value' must be a number, not {type(fill_value).__name__}")
+    """``fill_value`` in every element; the dtype follows it (bool, int64 or the default float) unless given."""
+    fill_value = _fill_value(fill_value, "full")
     if dtype is None:
-        if isinstance(fill_value, bool):
+        if isinstance(fill_value, (bool, np.bool_)):
             dtype = bool_
         elif isinstance(fill_value, numbers.Integral):
             dtype = int64
+        elif isinstance(fill_value, numbers.Complex) and not isinstance(fill_value, numbers.Real):
+            dtype = np.complex64 if _default_dtype == float32 else np.complex128
         else:
             dtype = _default_dtype
     return _make(np.full(_shape_args((size,)), fill_value, _resolve_dtype(dtype)), device, requires_grad)
@@ -748,19 +817,35 @@ def eye(
     return _make(np.eye(n, m, dtype=_float_or(dtype)), device, requires_grad)
 
 
-def rand(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
+def _random_float(dtype: DTypeLike, op: str) -> np.dtype:
+    """The floating dtype of a uniform or normal sample (torch's error for another dtype)."""
     d = _float_or(dtype)
-    return _make(_rng.random(_shape_args(size)).astype(d, copy=False), device, requires_grad)
+    if d.kind not in "fc":
+        from .ops.nn import _torch_dtype_name
+
+        raise NotImplementedError(f"\"{op}\" not implemented for '{_torch_dtype_name(d)}'")
+    return d
 
 
-def randn(*size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    d = _float_or(dtype)
-    return _make(_rng.standard_normal(_shape_args(size)).astype(d, copy=False), device, requires_grad)
+def rand(*size: Any, generator: Generator | None = None, dtype: DTypeLike = None, device: DeviceLike | None = None,
+         requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    d = _random_float(dtype, "check_uniform_bounds")
+    rng = rng_of(generator, "rand")
+    return _make(rng.random(_shape_args(size)).astype(d, copy=False), device, requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: DTypeLike = None, device: DeviceLike | None = None,
+          requires_grad: bool = False) -> Tensor:
+    """Standard normal samples."""
+    d = _random_float(dtype, "normal_kernel_cpu")
+    rng = rng_of(generator, "randn")
+    return _make(rng.standard_normal(_shape_args(size)).astype(d, copy=False), device, requires_grad)
 
 
 def randint(
-    *args: Any, size: Any = None, low: int | None = None, high: int | None = None, dtype: DTypeLike = None,
-    device: DeviceLike | None = None, requires_grad: bool = False,
+    *args: Any, size: Any = None, low: int | None = None, high: int | None = None, generator: Generator | None = None,
+    dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False,
 ) -> Tensor:
     """Random integers in ``[low, high)``, in torch's two forms: ``randint(high, size)`` (low 0)
     and ``randint(low, high, size)``; each argument may also be given by name."""
@@ -790,51 +875,111 @@ def randint(
     if not isinstance(size, (tuple, list, Tensor)):
         where = f" (position {size_position})" if size_position else ""
         raise TypeError(f"randint(): argument 'size'{where} must be tuple of ints, not {type(size).__name__}")
+    return _make(_integers(int(low), int(high), _shape_args((size,)), generator, "randint",
+                           _resolve_dtype(dtype) or int64), device, requires_grad)
+
+
+def _integers(low: int, high: int, shape: tuple[int, ...], generator: Any, op: str, dtype: np.dtype) -> np.ndarray:
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    values = _rng.integers(int(low), int(high), size=_shape_args((size,)))
-    return _make(values.astype(_resolve_dtype(dtype) or int64), device, requires_grad)
+    return rng_of(generator, op).integers(low, high, size=shape).astype(dtype)
 
 
-def _like(t: Tensor, dtype: DTypeLike, op: str) -> tuple[tuple[int, ...], np.dtype]:
+def randperm(
+    n: int, *, generator: Generator | None = None, dtype: DTypeLike = None, device: DeviceLike | None = None,
+    requires_grad: bool = False,
+) -> Tensor:
+    """A random permutation of ``0..n-1`` (int64 unless ``dtype`` says otherwise)."""
+    if isinstance(n, bool) or not isinstance(n, (numbers.Integral, Tensor)):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    d = _resolve_dtype(dtype) or int64
+    if d.kind in "iu" and n > 0 and n - 1 > np.iinfo(d).max:
+        raise RuntimeError(f"value cannot be converted to type {d.name}_t without overflow")
+    if d == float16 and n > 2049:
+        raise RuntimeError("n cannot be greater than 2049 for Half type.")
+    return _make(rng_of(generator, "randperm").permutation(n).astype(d), device, requires_grad)
+
+
+def _like(t: Tensor, dtype: DTypeLike, op: str, fmt: Any) -> tuple[tuple[int, ...], np.dtype]:
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
+    check_format(fmt, t.ndim)
     return t.shape, (_resolve_dtype(dtype) or t.dtype)
 
 
-def zeros_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype, "zeros_like")
-    return _make(np.zeros(shape, d), device if device is not None else t.device, requires_grad)
+def _like_result(
+    t: Tensor, values: Any, d: np.dtype, fmt: Any, device: DeviceLike | None, requires_grad: bool
+) -> Tensor:
+    """``values`` (a number or an array of ``t``'s shape) in a new tensor laid out as ``fmt``
+    (``preserve_format``: as ``t``)."""
+    arr = empty_in_format(t.shape, d, fmt, t._data)
+    arr[...] = values
+    return _make(arr, device if device is not None else t.device, requires_grad)
 
 
-def ones_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype, "ones_like")
-    return _make(np.ones(shape, d), device if device is not None else t.device, requires_grad)
+def zeros_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False,
+               memory_format: memory_format = preserve_format) -> Tensor:
+    """Zeros of ``t``'s shape (and dtype, device, layout unless given)."""
+    shape, d = _like(t, dtype, "zeros_like", memory_format)
+    return _like_result(t, 0, d, memory_format, device, requires_grad)
 
 
-def empty_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype, "empty_like")
-    return _make(np.empty(shape, d), device if device is not None else t.device, requires_grad)
+def ones_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False,
+              memory_format: memory_format = preserve_format) -> Tensor:
+    """Ones of ``t``'s shape (and dtype, device, layout unless given)."""
+    shape, d = _like(t, dtype, "ones_like", memory_format)
+    return _like_result(t, 1, d, memory_format, device, requires_grad)
+
+
+def empty_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False,
+               memory_format: memory_format = preserve_format) -> Tensor:
+    """An uninitialised tensor of ``t``'s shape (and dtype, device, layout unless given)."""
+    shape, d = _like(t, dtype, "empty_like", memory_format)
+    return _make(empty_in_format(shape, d, memory_format, t._data), device if device is not None else t.device,
+                 requires_grad)
 
 
 def full_like(
     t: Tensor, fill_value: Any, *, dtype: DTypeLike = None, device: DeviceLike | None = None,
-    requires_grad: bool = False,
+    requires_grad: bool = False, memory_format: memory_format = preserve_format,
 ) -> Tensor:
-    shape, d = _like(t, dtype, "full_like")
-    return _make(np.full(shape, fill_value, d), device if device is not None else t.device, requires_grad)
+    """``fill_value`` in every element of a tensor of ``t``'s shape (and dtype, device, layout unless given)."""
+    shape, d = _like(t, dtype, "full_like", memory_format)
+    return _like_result(t, _fill_value(fill_value, "full_like"), d, memory_format, device, requires_grad)
 
 
-def rand_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype, "rand_like")
-    return _make(_rng.random(shape).astype(d, copy=False), device if device is not None else t.device, requires_grad)
+def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike = None,
+              device: DeviceLike | None = None, requires_grad: bool = False,
+              memory_format: memory_format = preserve_format) -> Tensor:
+    """Uniform samples in [0, 1) in a tensor of ``t``'s shape (and dtype, device, layout unless given)."""
+    d = _random_float(_like(t, dtype, "rand_like", memory_format)[1], "check_uniform_bounds")
+    values = rng_of(generator, "rand_like").random(t.shape)
+    return _like_result(t, values, d, memory_format, device, requires_grad)
 
 
-def randn_like(t: Tensor, *, dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    shape, d = _like(t, dtype, "randn_like")
-    return _make(
-        _rng.standard_normal(shape).astype(d, copy=False), device if device is not None else t.device, requires_grad
-    )
+def randn_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike = None,
+               device: DeviceLike | None = None, requires_grad: bool = False,
+               memory_format: memory_format = preserve_format) -> Tensor:
+    """Standard normal samples in a tensor of ``t``'s shape (and dtype, device, layout unless given)."""
+    d = _random_float(_like(t, dtype, "randn_like", memory_format)[1], "normal_kernel_cpu")
+    values = rng_of(generator, "randn_like").standard_normal(t.shape)
+    return _like_result(t, values, d, memory_format, device, requires_grad)
+
+
+def randint_like(
+    t: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None, dtype: DTypeLike = None,
+    device: DeviceLike | None = None, requires_grad: bool = False, memory_format: memory_format = preserve_format,
+) -> Tensor:
+    """Random integers in ``[low, high)`` in a tensor of ``t``'s shape (and dtype, device, layout unless
+    given): ``randint_like(t, high)`` or ``randint_like(t, low, high)``."""
+    if high is None:
+        low, high = 0, low
+    shape, d = _like(t, dtype, "randint_like", memory_format)
+    values = _integers(operator.index(low), operator.index(high), shape, generator, "randint_like", d)
+    return _like_result(t, values, d, memory_format, device, requires_grad)
 
 
 def _iter_tensors(xs: Iterable[Any]) -> Iterable[Tensor]:

@@ -134,7 +134,10 @@ def test_a_tensor_attribute_is_bound_by_one_row_only() -> None:
 def test_families_have_one_table_each() -> None:
     families = [t.family for t in TABLES]
     assert len(families) == len(set(families))
-    assert set(families) == {"elementwise", "reduce", "shape", "index", "linalg", "nn", "convert", "inplace"}
+    assert set(families) == {
+        "elementwise", "reduce", "shape", "join", "rearrange", "diagonal", "contract", "index", "scatter", "search",
+        "sampling", "linalg", "nn", "convert", "inplace",
+    }
 
 
 def test_every_differentiable_row_names_node_classes() -> None:

@@ -6,21 +6,47 @@ numpy's dispatch) in one place, ``install``.
 """
 
 from ..tensor import Tensor
-from . import convert, elementwise, index, inplace, linalg, nn, reduce, shape
+from . import (
+    contract,
+    convert,
+    diagonal,
+    elementwise,
+    index,
+    inplace,
+    join,
+    linalg,
+    nn,
+    rearrange,
+    reduce,
+    sampling,
+    scatter,
+    search,
+    shape,
+)
 from ._table import install
+
+# the family modules, named before the star imports rebind ``diagonal`` and ``scatter`` to the ops
+_FAMILIES = (contract, convert, diagonal, elementwise, index, inplace, join, linalg, nn, rearrange, reduce, sampling,
+             scatter, search, shape)
+
+from .contract import *  # noqa: F401,F403
 from .convert import *  # noqa: F401,F403
+from .diagonal import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .index import *  # noqa: F401,F403
 from .inplace import *  # noqa: F401,F403
+from .join import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
+from .sampling import *  # noqa: F401,F403
+from .rearrange import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
+from .scatter import *  # noqa: F401,F403
+from .search import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 
 install(Tensor)
 
 # The ops themselves, not the family modules (so `from .ops import *` never
 # shadows a package such as aiograd.nn with aiograd.ops.nn).
-__all__ = sorted(
-    {name for mod in (convert, elementwise, linalg, nn, reduce, shape, index, inplace) for name in mod.__all__}
-)
+__all__ = sorted({name for mod in _FAMILIES for name in mod.__all__})

@@ -52,6 +52,8 @@ _IMPORTS = {
     "DTypeLike": "from .tensor import DTypeLike",
     "Device": "from .device import Device",
     "DeviceLike": "from .device import DeviceLike",
+    "Generator": "from ._generator import Generator",
+    "memory_format": "from ._memory_format import memory_format",
 }
 _BUILTINS = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)} | {"None"}
 # dunders that legitimately return a Tensor where object's return bool

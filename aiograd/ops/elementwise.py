@@ -685,11 +685,14 @@ class WhereBackward0(Node):
 
 @ELEMENTWISE.op(nodes=(WhereBackward0,), method=False, functions=(np.where,))
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:
-    """Elements of ``input`` where ``condition`` holds, else of ``other`` (the three broadcast together)."""
+    """Elements of ``input`` where ``condition`` holds, else of ``other`` (the three broadcast together);
+    ``where(condition)`` alone is ``nonzero(condition, as_tuple=True)``."""
     check_operand(condition, "where", "condition", 1)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if input is None and other is None:
-        return tuple(Tensor._wrap(i) for i in np.nonzero(cond))
+        from .search import nonzero  # the search family imports this one
+
+        return nonzero(condition if isinstance(condition, Tensor) else Tensor._wrap(cond), as_tuple=True)
     if cond.dtype != np.bool_:
         cond = cond.astype(bool)
     like = input if isinstance(input, Tensor) else other if isinstance(other, Tensor) else condition

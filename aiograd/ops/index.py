@@ -1,6 +1,6 @@
-"""Indexing ops and their derivative rules: ``__getitem__`` (basic and advanced),
-gather, index_select, index_put, scatter/scatter_add, index_add, masked_fill,
-take_along_dim, nonzero.
+"""Indexing ops that read, and the write they are adjoint to: ``__getitem__`` (basic and
+advanced), narrow, select, take, gather, take_along_dim, index_select, masked_select, and
+index_put (the other writes, scatter and friends, are built on ``_put`` in scatter.py).
 
 Every differentiable op here is "read some elements of the input" or "write
 some elements of a copy", described by one normalized numpy index tuple:
@@ -21,11 +21,13 @@ create_graph pass the reading rule calls the differentiable ``index_put``
 gives higher derivatives of every op here without another implementation.
 
 Index tuples are saved as numpy arrays (index tensors are not
-version-checked).
+version-checked). Integer indices are bounds-checked as torch does (numpy
+would wrap a negative index where torch refuses it).
 """
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -126,7 +128,7 @@ class IndexSelectBackward0(IndexBackward0):
     __slots__ = ()
 
 
-class TakeAlongDimBackward0(IndexBackward0):
+class TakeBackward0(IndexBackward0):
     __slots__ = ()
 
 
@@ -184,6 +186,22 @@ def _index_array(index: Any, op: str) -> np.ndarray:
     return arr.astype(np.intp, copy=False)
 
 
+def _long_index(index: Any, op: str) -> np.ndarray:
+    """An index that torch wants as int64 (take, index_copy): another integer dtype is refused too."""
+    arr = index._data if isinstance(index, Tensor) else np.asarray(index)
+    if arr.dtype != np.int64 and not (arr.size == 0 and arr.dtype.kind == "f" and not isinstance(index, Tensor)):
+        raise RuntimeError(f"{op}(): Expected a long tensor for index, but got {_torch_dtype_name(arr.dtype)}")
+    return arr.astype(np.intp, copy=False)
+
+
+def check_bounds(idx: np.ndarray, size: int, dim: int, error: type[Exception] = RuntimeError, prefix: str = "") -> None:
+    """torch's bounds check of an index along a dim of ``size`` (negative indices are refused)."""
+    if idx.size:
+        bad = (idx < 0) | (idx >= size)
+        if bad.any():
+            raise error(f"{prefix}index {int(idx[bad].flat[0])} is out of bounds for dimension {dim} with size {size}")
+
+
 def _along_dim_index(index: np.ndarray, dim: int) -> tuple[Any, ...]:
     """The advanced-index tuple that reads ``x[i0, ..., index[i], ..., in]`` for each position i of index."""
     nd = index.ndim
@@ -198,19 +216,23 @@ def _along_dim_index(index: np.ndarray, dim: int) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _check_gather_shapes(op: str, input: Tensor, dim: int, index: np.ndarray, other: Any = None) -> None:
+def check_gather_shapes(input: Tensor, dim: int, index: np.ndarray, src: Any = None, scatter: bool = False) -> None:
+    """torch's shape checks of gather (``scatter=False``) and of the scatters (with their ``src``)."""
     if index.ndim != max(input.ndim, 1) and not (index.ndim == 0 and input.ndim == 0):
-        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as input tensor")
+        who = "self" if scatter else "input"
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as {who} tensor")
+    ishape, xshape = list(index.shape), list(input.shape)
     for k in range(index.ndim):
-        if k != dim and index.shape[k] > input.shape[k]:
+        too_big = k != dim and index.shape[k] > input.shape[k]
+        if not scatter and too_big:
             raise RuntimeError(
-                f"{op}(): Size does not match at dimension {k} expected index {list(index.shape)} to be "
-                f"smaller than self {list(input.shape)} apart from dimension {dim}"
+                f"Size does not match at dimension {k} expected index {ishape} to be no larger than self {xshape} "
+                f"apart from dimension {dim}"
             )
-        if other is not None and index.shape[k] > other.shape[k]:
+        if scatter and (too_big or (src is not None and index.shape[k] > src.shape[k])):
+            also = f" and to be no larger size than src {list(src.shape)}" if src is not None else ""
             raise RuntimeError(
-                f"{op}(): Expected index {list(index.shape)} to be smaller than src {list(other.shape)} "
-                "in every dimension"
+                f"Expected index {ishape} to be no larger than self {xshape} apart from dimension {dim}{also}"
             )
 
 
@@ -220,45 +242,82 @@ def gather(input: Tensor, dim: int, index: Any) -> Tensor:
     idx_arr = _index_array(index, "gather")
     d = _wrap_dim(dim, input.ndim)
     if input.ndim == 0:
-        return getitem(input, ...) if idx_arr.ndim == 0 else getitem(input.reshape(1), (idx_arr,))  # type: ignore[attr-defined]
-    _check_gather_shapes("gather", input, d, idx_arr)
+        check_bounds(idx_arr, 1, 0)
+        return getitem(input, ...) if idx_arr.ndim == 0 else getitem(reshape(input, (1,)), (idx_arr,))
+    check_gather_shapes(input, d, idx_arr)
+    check_bounds(idx_arr, input.shape[d], d)
     idx = _along_dim_index(idx_arr, d)
-    try:
-        out = new_tensor(input._data[idx], input._device)
-    except IndexError as e:
-        raise RuntimeError(f"gather(): index out of bounds: {e}") from None
+    out = new_tensor(input._data[idx], input._device)
     _record_read(GatherBackward0, input, idx, out)
     return out
 
 
-def _np_take_along_axis(arr: Tensor, indices: Any, axis: Any) -> Tensor:
+def _np_take_along_axis(arr: Tensor, indices: Any, axis: Any = -1) -> Tensor:
     return take_along_dim(arr, indices, axis)
 
 
-@INDEX.op(nodes=(TakeAlongDimBackward0,), functions=((np.take_along_axis, _np_take_along_axis),))
+@INDEX.op(nodes=(GatherBackward0,), functions=((np.take_along_axis, _np_take_along_axis),))
 def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tensor:
-    """Pick values along ``dim`` like numpy's take_along_axis (indices broadcast against input)."""
-    idx_arr = _index_array(indices, "take_along_dim")
+    """Pick values along ``dim`` as numpy's take_along_axis: ``input`` and ``indices`` broadcast
+    against each other in every other dim; without ``dim``, both are flattened."""
+    idx_arr = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
+    if idx_arr.dtype != np.int64:
+        raise RuntimeError(
+            f"torch.take_along_dim(): dtype of indices should be Long but got {_torch_dtype_name(idx_arr.dtype)}"
+        )
     if dim is None:
-        flat = input.reshape(-1)  # type: ignore[attr-defined]
-        return take_along_dim(flat, idx_arr.reshape(-1), 0)
-    d = _wrap_dim(dim, input.ndim)
+        return take_along_dim(reshape(input, (-1,)), idx_arr.reshape(-1), 0)
     if idx_arr.ndim != input.ndim:
         raise RuntimeError(
             "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
             f"{input.ndim} dimensions for input, and {idx_arr.ndim} dimensions for indices"
         )
-    shp = list(np.broadcast_shapes(tuple(s if k != d else 1 for k, s in enumerate(input.shape)),
-                                   tuple(s if k != d else 1 for k, s in enumerate(idx_arr.shape))))
+    d = _wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return gather(input, 0, idx_arr)
+    shp = list(broadcast_shapes(tuple(s if k != d else 1 for k, s in enumerate(input.shape)),
+                                tuple(s if k != d else 1 for k, s in enumerate(idx_arr.shape))))
     ishape = list(shp)
     ishape[d] = idx_arr.shape[d]
-    idx_b = np.broadcast_to(idx_arr, ishape)
     xshape = list(shp)
     xshape[d] = input.shape[d]
-    x = input if tuple(xshape) == input.shape else input.expand(xshape)  # type: ignore[attr-defined]
-    idx = _along_dim_index(idx_b, d)
-    out = new_tensor(x._data[idx], input._device)
-    _record_read(TakeAlongDimBackward0, x, idx, out)
+    from .shape import expand
+
+    x = input if tuple(xshape) == input.shape else expand(input, xshape)
+    n = input.shape[d]
+    wrapped = np.where((idx_arr < 0) & (idx_arr >= -n), idx_arr + n, idx_arr)  # as numpy's take_along_axis
+    return gather(x, d, np.broadcast_to(wrapped, ishape))
+
+
+def _np_take(a: Tensor, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    if out is not None or mode != "raise":
+        return NotImplemented
+    if axis is None:
+        return take(a, Tensor._wrap(np.asarray(indices, dtype=np.int64)))
+    return getitem(a, (slice(None),) * _wrap_dim(axis, a.ndim) + (np.asarray(indices),))
+
+
+@INDEX.op(nodes=(TakeBackward0,), functions=((np.take, _np_take),))
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """The elements of the flattened ``input`` at ``index`` (negative indices count from the end),
+    in ``index``'s shape."""
+    idx = _long_index(index, "take")
+    n = input._data.size
+    if n == 0 and idx.size:
+        raise IndexError("take(): tried to take from an empty tensor")
+    bad = (idx < -n) | (idx >= n)
+    if bad.any():
+        raise IndexError(f"out of range: tried to access index {int(idx[bad].flat[0])} on a tensor of {n} elements.")
+    flat = np.where(idx < 0, idx + n, idx)
+    where = np.unravel_index(flat, input.shape) if input.ndim else (np.zeros_like(flat),)
+    xd = input._data if input.ndim else input._data.reshape(1)
+    out = new_tensor(np.asarray(xd[where]), input._device)
+    if input._requires_grad and grad_enabled():
+        node = TakeBackward0(where, xd.shape)
+        if input.ndim == 0:
+            link_one(node, reshape(input, (1,)), out)
+        else:
+            link_one(node, input, out)
     return out
 
 
@@ -273,10 +332,9 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
     if input.ndim == 0 and idx_arr.size != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {idx_arr.size} value(s)")
     xd = input._data if input.ndim else input._data.reshape(1)
-    try:
-        arr = np.take(xd, idx_arr, axis=d)
-    except IndexError as e:
-        raise IndexError(f"index_select(): index out of range in self: {e}") from None
+    if idx_arr.size and ((idx_arr < 0) | (idx_arr >= xd.shape[d])).any():
+        raise IndexError("index out of range in self")
+    arr = np.take(xd, idx_arr, axis=d)
     if input.ndim == 0:
         arr = arr.reshape(())
         idx: tuple[Any, ...] = ()
@@ -284,6 +342,73 @@ def index_select(input: Tensor, dim: int, index: Any) -> Tensor:
         idx = (slice(None),) * d + (idx_arr,)
     out = new_tensor(arr, input._device)
     _record_read(IndexSelectBackward0, input, idx, out)
+    return out
+
+
+# ----- narrow / select: views ---------------------------------------------------------------
+
+
+def _narrow_bounds(input: Tensor, dim: int, start: Any, length: Any) -> tuple[int, int, int]:
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, input.ndim)
+    start = _index_value(start, "start")
+    length = _index_value(length, "length")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    n = input.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if start < 0:
+        start += n
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return d, start, length
+
+
+def _index_value(value: Any, what: str) -> int:
+    """An int argument given as an int or a one-element integer tensor (never a float)."""
+    if isinstance(value, (bool, float)) or (isinstance(value, Tensor) and value.dtype.kind not in "iu"):
+        raise TypeError(f"narrow(): argument '{what}' must be int, not {type(value).__name__}")
+    return operator.index(value)
+
+
+@INDEX.op(nodes=(SliceBackward0,))
+def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    """The ``length`` elements from ``start`` along ``dim`` (a negative start counts from the end): a view."""
+    d, s, n = _narrow_bounds(input, dim, start, length)
+    return getitem(input, (slice(None),) * d + (slice(s, s + n),))
+
+
+class NarrowCopyBackward0(SliceBackward0):
+    __slots__ = ()
+
+
+@INDEX.op(nodes=(NarrowCopyBackward0,))
+def narrow_copy(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """``narrow``, as a new tensor rather than a view."""
+    d, s, n = _narrow_bounds(input, dim, start, length)
+    idx = (slice(None),) * d + (slice(s, s + n),)
+    out = new_tensor(input._data[idx].copy(), input._device)
+    _record_read(NarrowCopyBackward0, input, idx, out)
+    return out
+
+
+@INDEX.op(nodes=(SelectBackward0,))
+def select(input: Tensor, dim: int, index: int) -> Tensor:
+    """The slice at ``index`` along ``dim``, with that dim removed: a view."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, input.ndim)
+    i = operator.index(index)
+    n = input.shape[d]
+    if not -n <= i < n:
+        raise IndexError(
+            f"select(): index {i} out of range for tensor of size {list(input.shape)} at dimension {d}"
+        )
+    idx = (slice(None),) * d + (i % n,)
+    out = make_view(input, input._data[idx])
+    _record_read(SelectBackward0, input, idx, out)
     return out
 
 
@@ -300,15 +425,6 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
     out = new_tensor(x._data[idx], input._device)
     _record_read(MaskedSelectBackward0, x, idx, out)
     return out
-
-
-@INDEX.op()
-def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
-    """Indices of the non-zero elements: an int64 (n, ndim) tensor, or a tuple of 1-d tensors."""
-    xd = input._data
-    if as_tuple:
-        return tuple(Tensor._wrap(i.astype(np.int64), input._device) for i in np.nonzero(np.atleast_1d(xd)))
-    return Tensor._wrap(np.argwhere(xd).astype(np.int64), input._device)
 
 
 # ----- writing: index_put, scatter, index_add --------------------------------------------
@@ -342,18 +458,6 @@ class IndexPutBackward0(Node):
         if e[1] is not None:
             gv = sum_to(g[self.index], self.values_shape)
         return ga, gv
-
-
-class ScatterBackward0(IndexPutBackward0):
-    __slots__ = ()
-
-
-class ScatterAddBackward0(IndexPutBackward0):
-    __slots__ = ()
-
-
-class IndexAddBackward0(IndexPutBackward0):
-    __slots__ = ()
 
 
 def _values(values: Any, like: Tensor) -> tuple[Any, Any]:
@@ -398,148 +502,6 @@ def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False
     ``accumulate``). ``indices`` is anything ``__getitem__`` takes."""
     idx, _ = normalize_index(indices)
     return _put(input, idx, values, accumulate, IndexPutBackward0)
-
-
-def _scatter_args(op: str, input: Tensor, dim: int, index: Any, src: Any) -> tuple[Any, Any]:
-    idx_arr = _index_array(index, op)
-    d = _wrap_dim(dim, input.ndim)
-    _check_gather_shapes(op, input, d, idx_arr, src if isinstance(src, Tensor) else None)
-    idx = _along_dim_index(idx_arr, d)
-    if isinstance(src, Tensor) and src.shape != idx_arr.shape:
-        src = getitem(src, tuple(slice(0, s) for s in idx_arr.shape))
-    return idx, src
-
-
-@INDEX.op(nodes=(ScatterBackward0,))
-def scatter(input: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
-    """A copy of ``input`` with ``src`` (a tensor, or the number ``value``) written at ``index`` along ``dim``."""
-    if src is None:
-        src = value
-    if input.ndim == 0:
-        return _scatter_into_one_element("scatter", input, dim, index, src, scatter)
-    idx, src = _scatter_args("scatter", input, dim, index, src)
-    return _put(input, idx, src, False, ScatterBackward0)
-
-
-@INDEX.op(nodes=(ScatterAddBackward0,))
-def scatter_add(input: Tensor, dim: int, index: Any, src: Tensor) -> Tensor:
-    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeats add up)."""
-    if input.ndim == 0:
-        return _scatter_into_one_element("scatter_add", input, dim, index, src, scatter_add)
-    idx, src = _scatter_args("scatter_add", input, dim, index, src)
-    return _put(input, idx, src, True, ScatterAddBackward0)
-
-
-def _scatter_into_one_element(op: str, input: Tensor, dim: int, index: Any, src: Any, fn: Any) -> Tensor:
-    """A 0-d ``input`` is one element (as torch): scatter into its 1-d view, then drop the dim again."""
-    _wrap_dim(dim, 0)
-    idx_arr = _index_array(index, op)
-    if idx_arr.ndim > 1:
-        raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as self tensor")
-    if isinstance(src, Tensor) and src.ndim <= 1:
-        src = reshape(src, (-1,))
-    return reshape(fn(reshape(input, (1,)), 0, idx_arr.reshape(-1), src), ())
-
-
-def index_add_args(op: str, input: Tensor, dim: int, index: Any, source: Any) -> tuple[tuple[Any, ...], Tensor]:
-    """The index tuple at which index_add adds ``source``, after torch's checks (a 0-d
-    ``input`` is one element: index 0 along dim 0 or -1)."""
-    idx_arr = index._data if isinstance(index, Tensor) else np.asarray(index)
-    if idx_arr.dtype.kind not in "iu":
-        raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: {_torch_dtype_name(idx_arr.dtype)}")
-    if idx_arr.ndim > 1:
-        raise IndexError(
-            f"{op}(): Index is supposed to be a vector, but got dim: {idx_arr.ndim} with type: "
-            f"{_torch_dtype_name(idx_arr.dtype)} and size: {list(idx_arr.shape)}"
-        )
-    if not isinstance(source, Tensor):
-        raise operand_error(op.rstrip("_"), "source", 4, source)
-    d = _wrap_dim(dim, input.ndim)
-    if source.dtype != input.dtype:
-        raise RuntimeError(
-            f"{op}(): self ({_torch_dtype_name(input.dtype)}) and source ({_torch_dtype_name(source.dtype)}) "
-            "must have the same scalar type"
-        )
-    xs, ss = input.shape, source.shape
-    if len(ss) != len(xs) or any(a != b for k, (a, b) in enumerate(zip(xs, ss)) if k != d):
-        raise RuntimeError(
-            "source tensor shape must match self tensor shape, excluding the specified dimension. "
-            f"Got self.shape = {list(xs)} source.shape = {list(ss)}"
-        )
-    count = ss[d] if ss else 1
-    if idx_arr.size != count:
-        raise RuntimeError(
-            f"{op}(): Number of indices ({idx_arr.size}) should be equal to source.size(dim): ({count}), for dim: {d}"
-        )
-    size = xs[d] if xs else 1
-    bad = (idx_arr < 0) | (idx_arr >= size)
-    if bad.any():
-        if not xs:
-            raise IndexError("index out of range in self")
-        raise RuntimeError(f"index {int(idx_arr[bad].flat[0])} is out of bounds for dimension {d} with size {size}")
-    if not xs:
-        return (), source
-    return (slice(None),) * d + (idx_arr.reshape(-1).astype(np.intp, copy=False),), source
-
-
-@INDEX.op(nodes=(IndexAddBackward0,))
-def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any = 1) -> Tensor:
-    """A copy of ``input`` with ``alpha * source`` added at the slices ``index`` along ``dim``."""
-    idx, source = index_add_args("index_add_", input, dim, index, source)
-    if alpha != 1:
-        source = source * alpha  # type: ignore[operator]
-    return _put(input, idx, source, True, IndexAddBackward0)
-
-
-# ----- masked_fill ---------------------------------------------------------------------------
-
-
-class MaskedFillBackward0(Node):
-    """Gradient of ``where(mask, value, input)``: none where filled; the value gets the rest."""
-
-    __slots__ = ("mask", "in_shape", "value_shape")
-    mask: np.ndarray
-    in_shape: Shape
-    value_shape: Shape
-
-    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
-        g = grads[0]
-        e = self.next_edges
-        mask = self.mask
-        gi = sum_to(np.where(mask, 0, g), self.in_shape) if e[0] is not None else None
-        gv = np.where(mask, g, 0).sum().reshape(self.value_shape) if e[1] is not None else None
-        return gi, gv
-
-
-class MaskedFillBackward1(MaskedFillBackward0):
-    __slots__ = ()
-
-
-@INDEX.op(nodes=(MaskedFillBackward0, MaskedFillBackward1))
-def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
-    """``input`` with ``value`` (a number or 0-d tensor) where ``mask`` (broadcastable) is true."""
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
-    if m.dtype != np.bool_:
-        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}")
-    xd = input._data
-    check_operand(value, "masked_fill", "value", 3)
-    if isinstance(value, Tensor):
-        if value.ndim != 0:
-            raise RuntimeError(
-                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                f"{value.ndim} dimension(s)."
-            )
-        vd = value._data
-    else:
-        vd = value
-    res = np.where(m, vd, xd)
-    if res.dtype != xd.dtype:
-        res = res.astype(xd.dtype)
-    out = new_tensor(res, input._device)
-    if needs_grad(input, value):
-        cls = MaskedFillBackward1 if isinstance(value, Tensor) else MaskedFillBackward0
-        record(cls(m, xd.shape, np.shape(vd)), (input, value), (out,))
-    return out
 
 
 __all__ = INDEX.exports(__name__)

@@ -1,5 +1,5 @@
 """In-place ops: ``add_ sub_ mul_ div_ pow_ neg_ exp_ ... clamp_ zero_ fill_ copy_
-masked_fill_ index_put_ scatter_ ...``, ``+= -= *= /=`` and ``__setitem__``.
+masked_fill_ index_put_ scatter_ index_copy_ tril_ ...``, ``+= -= *= /=`` and ``__setitem__``.
 
 NOTE [In-place ops]: every in-place op writes into the tensor's existing array (so
 its views see the change) and bumps the version counter it shares with its views,
@@ -39,19 +39,16 @@ from ..tensor import Tensor
 from . import elementwise as _ew
 from ._common import check_operand, needs_grad
 from ._table import OpTable
+from .diagonal import DIAGONAL
 from .index import (
-    MaskedFillBackward0,
-    MaskedFillBackward1,
     IndexPutBackward0,
     _put,
-    _scatter_args,
     _values,
-    index_add_args,
     getitem,
-    masked_fill,
     normalize_index,
     _ADVANCED,
 )
+from .scatter import SCATTER, MaskedFillBackward0, MaskedFillBackward1, masked_fill
 from .shape import live_views
 
 INPLACE = OpTable("inplace")
@@ -595,39 +592,32 @@ def masked_fill_(self: Tensor, mask: Any, value: Any) -> Tensor:
     return _inplace(self, (value,), lambda a: masked_fill(a, m, value), nograd)
 
 
-def _scatter_inplace(accumulate: bool, name: str) -> Callable[..., Tensor]:
-    def method(self: Tensor, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
-        s = src if src is not None else value
-        idx, s2 = _scatter_args("scatter_add_" if accumulate else "scatter_", self, dim, index, s)
+def _rewrite_inplace(name: str, outofplace: Callable[..., Tensor], saves_self: bool) -> Callable[..., Tensor]:
+    """The in-place twin of an op that writes a copy (scatter, index_copy, tril, ...): the op runs
+    out of place on the old value (NOTE [In-place ops]), so it records the op's own node (torch's
+    name: ``scatter_`` records ScatterBackward0), and its result is written back. ``saves_self``:
+    the op's rule reads its input, which must then be a copy of the old value."""
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        def run(a: Tensor) -> Tensor:
+            return outofplace(a, *args, **kwargs)
 
         def nograd(d: np.ndarray) -> None:
-            sd = _other(s2, self)
-            if accumulate:
-                np.add.at(d, idx, sd)
-            else:
-                d[idx] = sd
+            np.copyto(d, run(Tensor._wrap(d))._data, casting="unsafe")
 
-        return _inplace(self, (s2,), lambda a: _put(a, idx, s2, accumulate, IndexPutBackward0), nograd)
+        others = tuple(v for v in (*args, *kwargs.values()) if isinstance(v, Tensor))
+        return _inplace(self, others, run, nograd, saves_self=saves_self)
 
     method.__name__ = method.__qualname__ = name
-    method.__doc__ = f"In-place {name[:-1]}."
+    method.__doc__ = f"In-place ``{name[:-1]}``: ``self.copy_(self.{name[:-1]}(...))``, keeping this tensor's storage."
     return method
 
 
-scatter_ = INPLACE.op(nodes=(IndexPutBackward0,), export=False)(_scatter_inplace(False, "scatter_"))
-scatter_add_ = INPLACE.op(nodes=(IndexPutBackward0,), export=False)(_scatter_inplace(True, "scatter_add_"))
-
-
-@INPLACE.op(nodes=(IndexPutBackward0,), export=False)
-def index_add_(self: Tensor, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
-    """Add ``alpha * source`` at the slices ``index`` along ``dim``, in place."""
-    idx, source = index_add_args("index_add_", self, dim, index, source)
-    if alpha != 1:
-        source = source * alpha
-    return _inplace(
-        self, (source,), lambda a: _put(a, idx, source, True, IndexPutBackward0),
-        lambda d: np.add.at(d, idx, _other(source, self)),
-    )
+for _table, _name in ((SCATTER, "scatter"), (SCATTER, "scatter_add"), (SCATTER, "scatter_reduce"),
+                      (SCATTER, "index_add"), (SCATTER, "index_copy"), (SCATTER, "index_fill"),
+                      (SCATTER, "masked_scatter"), (DIAGONAL, "tril"), (DIAGONAL, "triu")):
+    _op = _table[_name]
+    INPLACE.op(nodes=_op.nodes, export=False)(_rewrite_inplace(_name + "_", _op.fn, _name == "scatter_reduce"))
 
 
 __all__ = INPLACE.exports(__name__)

@@ -1,9 +1,12 @@
-"""Shape ops and their derivative rules: reshape/view, flatten, squeeze/unsqueeze,
-permute/transpose, expand/broadcast_to, cat/stack, split/chunk/unbind, flip,
-repeat/tile.
+"""Views and their derivative rules: reshape/view, flatten/ravel/unflatten,
+squeeze/unsqueeze, permute/transpose/t/movedim, expand/broadcast_to.
 
-Results that are numpy views share the input's version counter (as torch
-views do), so an in-place change through either is seen by saved-tensor checks.
+Every op here returns a view where torch does (numpy views share the input's
+memory); ``make_view`` gives a view the input's version counter (as torch views
+do), so an in-place change through either is seen by saved-tensor checks, and
+registers it for NOTE [Live views]. Joining and splitting are in join.py,
+copies that move elements (flip, roll, repeat) in rearrange.py, diagonals in
+diagonal.py, indexing views (narrow, select, slices) in index.py.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, link_one, record, sum_to
-from ..tensor import Tensor, _shape_args, new_tensor
-from ._common import common_device, grad_enabled, is_operand, needs_grad
+from ..autograd.graph import Node, Shape, link_one, sum_to
+from ..tensor import Tensor, new_tensor
+from ._common import grad_enabled
 from ._table import OpTable
 
 SHAPE = OpTable("shape")
@@ -210,15 +213,18 @@ def _infer_shape(shape: tuple[int, ...], size: int) -> tuple[int, ...]:
     return shape
 
 
-def _reshape(input: Tensor, shape: tuple[Any, ...], view_only: bool) -> Tensor:
+def _reshape(
+    input: Tensor, shape: tuple[Any, ...], view_only: bool, node: type[ViewBackward0] = ViewBackward0
+) -> Tensor:
     """reshape (a view when the strides allow one, else a copy) or, with ``view_only``, view
-    (refused when they do not; NOTE [View compatibility])."""
+    (refused when they do not; NOTE [View compatibility]). ``node``: the view's node class
+    (squeeze and unsqueeze have their own names)."""
     xd = input._data
     target = _infer_shape(int_tuple(shape, "view" if view_only else "reshape", "shape"), xd.size)
-    node_cls: type[ViewBackward0] = ViewBackward0
+    node_cls: type[ViewBackward0] = node
     if not xd.flags.c_contiguous:
         if view_strides(xd.shape, xd.strides, target, xd.itemsize) is not None:
-            node_cls = ViewBackward0 if view_only else ReshapeAliasBackward0
+            node_cls = node if view_only else ReshapeAliasBackward0
         elif view_only:
             raise RuntimeError(_VIEW_ERROR)
         else:
@@ -246,9 +252,9 @@ def view(input: Tensor, *shape: Any) -> Tensor:
     return _reshape(input, shape, view_only=True)
 
 
-@SHAPE.op(nodes=(ViewBackward0,))
+@SHAPE.op(nodes=(ViewBackward0, UnsafeViewBackward0, ReshapeAliasBackward0))
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    """Merge dims ``start_dim..end_dim`` into one."""
+    """Merge dims ``start_dim..end_dim`` into one (a view when the strides allow, as reshape)."""
     shp = input.shape
     if not shp:
         return reshape(input, (1,))
@@ -262,33 +268,98 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(input, shp[:s] + (n,) + shp[e + 1 :])
 
 
+def _np_ravel(a: Tensor, order: str = "C") -> Tensor:
+    if order != "C":
+        return NotImplemented  # type: ignore[no-any-return]
+    return ravel(a)
+
+
+@SHAPE.op(nodes=(ViewBackward0,), functions=((np.ravel, _np_ravel),))
+def ravel(input: Tensor) -> Tensor:
+    """The elements as a 1-d tensor: a view of a contiguous input, else a view of a
+    contiguous copy (as torch: ``contiguous().view(-1)``)."""
+    from .convert import contiguous
+
+    return view(contiguous(input), -1)
+
+
+@SHAPE.op(nodes=(ViewBackward0,))
+def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
+    """Split dim ``dim`` into ``sizes`` (one of them may be -1): a view."""
+    sizes = int_tuple((sizes,), "unflatten", "sizes")
+    if input.ndim == 0:
+        raise RuntimeError("unflatten: Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, input.ndim)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    n = input.shape[d]
+    if -1 in sizes:
+        new = _infer_shape(sizes, n)
+    else:
+        known = 1
+        for s in sizes:
+            known *= s
+        if known != n:
+            raise RuntimeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} ({n}) in the "
+                "input tensor"
+            )
+        new = sizes
+    return view(input, input.shape[:d] + new + input.shape[d + 1 :])
+
+
+class SqueezeBackward0(ViewBackward0):
+    """squeeze() of every size-1 dim (as torch names it)."""
+
+    __slots__ = ()
+
+
+class SqueezeBackward1(ViewBackward0):
+    """squeeze(dim) (as torch names it)."""
+
+    __slots__ = ()
+
+
+class SqueezeBackward2(ViewBackward0):
+    """squeeze(dims) with a tuple of dims (as torch names it)."""
+
+    __slots__ = ()
+
+
+class UnsqueezeBackward0(ViewBackward0):
+    __slots__ = ()
+
+
 def _np_squeeze(a: Tensor, axis: Any = None) -> Tensor:
     return squeeze(a, axis)
 
 
-@SHAPE.op(nodes=(ViewBackward0,), functions=((np.squeeze, _np_squeeze),))
+@SHAPE.op(nodes=(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2), functions=((np.squeeze, _np_squeeze),))
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
-    """Remove dims of size 1 (all, or those in ``dim``)."""
+    """Remove dims of size 1 (all, or those in ``dim``): a view."""
     shp = input.shape
+    node: type[ViewBackward0]
     if dim is None:
         new = tuple(s for s in shp if s != 1)
+        node = SqueezeBackward0
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        ds = {_wrap_dim(d, len(shp)) for d in dims} if shp else set()
+        ds = {_wrap_dim(d, len(shp)) for d in dims}
         new = tuple(s for i, s in enumerate(shp) if not (i in ds and s == 1))
-    return _reshape(input, new, view_only=True)
+        node = SqueezeBackward2 if isinstance(dim, (tuple, list)) else SqueezeBackward1
+    return _reshape(input, new, view_only=True, node=node)
 
 
 def _np_expand_dims(a: Tensor, axis: int) -> Tensor:
     return unsqueeze(a, axis)
 
 
-@SHAPE.op(nodes=(ViewBackward0,), functions=((np.expand_dims, _np_expand_dims),))
+@SHAPE.op(nodes=(UnsqueezeBackward0,), functions=((np.expand_dims, _np_expand_dims),))
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
-    """Insert a dim of size 1 at ``dim``."""
+    """Insert a dim of size 1 at ``dim``: a view."""
     shp = input.shape
     d = _wrap_dim(dim, len(shp) + 1)
-    return _reshape(input, shp[:d] + (1,) + shp[d:], view_only=True)
+    return _reshape(input, shp[:d] + (1,) + shp[d:], view_only=True, node=UnsqueezeBackward0)
 
 
 class PermuteBackward0(Node):
@@ -300,56 +371,113 @@ class PermuteBackward0(Node):
         return (np.transpose(grads[0], inv),)
 
 
+class TransposeBackward0(PermuteBackward0):
+    """transpose/swapaxes/swapdims (as torch names them)."""
+
+    __slots__ = ()
+
+
+class TBackward0(PermuteBackward0):
+    __slots__ = ()
+
+
+def _permute(input: Tensor, dims: tuple[int, ...], node: type[PermuteBackward0]) -> Tensor:
+    out = make_view(input, np.transpose(input._data, dims))
+    if input._requires_grad and grad_enabled():
+        link_one(node(dims), input, out)
+    return out
+
+
 @SHAPE.op(nodes=(PermuteBackward0,), functions=(np.transpose,))
 def permute(input: Tensor, *dims: Any, axes: Any = None) -> Tensor:
-    """Reorder dims: output dim i is input dim ``dims[i]``."""
+    """Reorder dims: output dim i is input dim ``dims[i]`` (a view)."""
     if axes is not None:
         dims = (axes,)
     dims = int_tuple(dims, "permute", "dims")
     if not dims:
         dims = tuple(reversed(range(input.ndim)))
     nd = input.ndim
+    if len(dims) != nd:
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
+            f"desired ordering of dimensions i.e. input.dim() = {nd} is not equal to len(dims) = {len(dims)}"
+        )
     dims = tuple(_wrap_dim(d, nd) for d in dims)
-    if sorted(dims) != list(range(nd)):
-        raise RuntimeError(f"permute(): dims {list(dims)} are not a permutation of the {nd} dims of the input")
-    out = make_view(input, np.transpose(input._data, dims))
-    if input._requires_grad and grad_enabled():
-        link_one(PermuteBackward0(dims), input, out)
-    return out
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return _permute(input, dims, PermuteBackward0)
 
 
-@SHAPE.op(nodes=(PermuteBackward0,))
-def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
-    """Swap two dims."""
+def _transpose(input: Tensor, dim0: int, dim1: int, node: type[PermuteBackward0]) -> Tensor:
     nd = input.ndim
-    if nd == 0:
-        return permute(input)
-    perm = list(range(nd))
     a, b = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
-    perm[a], perm[b] = perm[b], perm[a]
-    return permute(input, perm)
+    perm = list(range(nd))
+    if nd:
+        perm[a], perm[b] = perm[b], perm[a]
+    return _permute(input, tuple(perm), node)
 
 
-@SHAPE.op(nodes=(PermuteBackward0,), functions=(np.swapaxes,))
-def swapaxes(input: Tensor, axis1: int, axis2: int) -> Tensor:
-    return transpose(input, axis1, axis2)
+@SHAPE.op(nodes=(TransposeBackward0,))
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dims (a view)."""
+    return _transpose(input, dim0, dim1, TransposeBackward0)
 
 
-@SHAPE.op(nodes=(PermuteBackward0,), functions=(np.moveaxis,))
+def _np_swapaxes(a: Tensor, axis1: int, axis2: int) -> Tensor:
+    return swapaxes(a, axis1, axis2)
+
+
+@SHAPE.op(nodes=(TransposeBackward0,), functions=((np.swapaxes, _np_swapaxes),))
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """numpy's name of ``transpose``."""
+    return _transpose(input, axis0, axis1, TransposeBackward0)
+
+
+@SHAPE.op(nodes=(TransposeBackward0,))
+def swapdims(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Another name of ``transpose``."""
+    return _transpose(input, dim0, dim1, TransposeBackward0)
+
+
+@SHAPE.op(nodes=(TBackward0,))
+def t(input: Tensor) -> Tensor:
+    """The transpose of a matrix (a view); a tensor of 0 or 1 dims is returned as a view of itself."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return _transpose(input, 0, -1, TBackward0)
+
+
+def _dim_list(dims: Any, op: str, name: str) -> tuple[int, ...]:
+    return int_tuple((dims,), op, name) if isinstance(dims, (tuple, list)) else (_index(dims, name),)
+
+
+def _np_moveaxis(a: Tensor, source: Any, destination: Any) -> Tensor:
+    return movedim(a, source, destination)
+
+
+@SHAPE.op(nodes=(PermuteBackward0,), aliases=("moveaxis",), functions=((np.moveaxis, _np_moveaxis),))
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
-    """Move dims from ``source`` to ``destination`` positions."""
-    src = source if isinstance(source, (tuple, list)) else (source,)
-    dst = destination if isinstance(destination, (tuple, list)) else (destination,)
+    """Move dims from ``source`` to ``destination`` positions, keeping the others in order (a view)."""
+    src = _dim_list(source, "movedim", "source")
+    dst = _dim_list(destination, "movedim", "destination")
+    if len(src) != len(dst):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain the same "
+            f"number of dims as destination ({list(dst)} dims)"
+        )
     nd = input.ndim
-    src = [_wrap_dim(s, nd) for s in src]
-    dst = [_wrap_dim(d, nd) for d in dst]
-    rest = [i for i in range(nd) if i not in src]
-    result = [-1] * nd
-    for s, d in zip(src, dst):
+    ws = [_wrap_dim(s, nd) for s in src]
+    wd = [_wrap_dim(d, nd) for d in dst]
+    if len(set(ws)) != len(ws):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+    if len(set(wd)) != len(wd):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+    result = [-1] * max(nd, 1)
+    for s, d in zip(ws, wd):
         result[d] = s
-    it = iter(rest)
-    result = [r if r != -1 else next(it) for r in result]
-    return permute(input, result)
+    rest = iter(i for i in range(nd) if i not in ws)
+    perm = tuple(r if r != -1 else next(rest) for r in result) if nd else ()
+    return _permute(input, perm, PermuteBackward0)
 
 
 class ExpandBackward0(Node):
@@ -360,37 +488,56 @@ class ExpandBackward0(Node):
         return (sum_to(grads[0], self.in_shape),)
 
 
-@SHAPE.op(nodes=(ExpandBackward0,), functions=(np.broadcast_to,))
-def broadcast_to(input: Tensor, shape: Any) -> Tensor:
-    """A read-only broadcast view of ``input`` with ``shape``."""
-    shape = _shape_args((shape,)) if not isinstance(shape, int) else (shape,)
+def _expand_error(shape: tuple[int, ...], target: tuple[int, ...]) -> RuntimeError:
+    """torch's error for expanding ``shape`` to ``target``, naming the first dim that does not fit."""
+    lead = len(target) - len(shape)
+    if lead < 0:
+        return RuntimeError(
+            f"expand: the number of sizes provided ({len(target)}) must be greater or equal to the number "
+            f"of dimensions in the tensor ({len(shape)})"
+        )
+    for i, s in enumerate(target):
+        if i < lead:
+            if s < 0:
+                return RuntimeError(
+                    f"The expanded size of the tensor ({s}) isn't allowed in a leading, non-existing dimension {i}"
+                )
+        elif shape[i - lead] not in (1, s):
+            return RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({shape[i - lead]}) at "
+                f"non-singleton dimension {i}.  Target sizes: {list(target)}.  Tensor sizes: {list(shape)}"
+            )
+    return RuntimeError(f"cannot expand a tensor of shape {list(shape)} to {list(target)}")
+
+
+def _expand(input: Tensor, shape: tuple[int, ...]) -> Tensor:
     xd = input._data
     try:
         arr = np.broadcast_to(xd, shape)
     except ValueError:
-        raise RuntimeError(
-            f"The expanded size of the tensor must match the existing size at non-singleton dimensions: "
-            f"cannot broadcast {list(xd.shape)} to {list(shape)}"
-        ) from None
+        raise _expand_error(xd.shape, shape) from None
     out = make_view(input, arr)
     if input._requires_grad and grad_enabled():
         link_one(ExpandBackward0(xd.shape), input, out)
     return out
 
 
+@SHAPE.op(nodes=(ExpandBackward0,), functions=(np.broadcast_to,))
+def broadcast_to(input: Tensor, shape: Any) -> Tensor:
+    """A read-only broadcast view of ``input`` with ``shape`` (``expand``; -1 keeps a dim's size)."""
+    return expand(input, shape)
+
+
 @SHAPE.op(nodes=(ExpandBackward0,))
 def expand(input: Tensor, *sizes: Any) -> Tensor:
-    """Broadcast to ``sizes``; -1 keeps a dim's size."""
+    """Broadcast to ``sizes`` (a read-only view); -1 keeps a dim's size."""
     sizes = int_tuple(sizes, "expand", "size")
     shp = input.shape
     lead = len(sizes) - len(shp)
     if lead < 0:
-        raise RuntimeError(
-            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to the number "
-            f"of dimensions in the tensor ({len(shp)})"
-        )
+        raise _expand_error(shp, sizes)
     target = tuple(shp[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(sizes))
-    return broadcast_to(input, target)
+    return _expand(input, target)
 
 
 @SHAPE.op(nodes=(ViewBackward0,), export=False)
@@ -411,305 +558,6 @@ def view_as(self: Tensor, other: Tensor) -> Tensor:
     return view(self, other.shape)
 
 
-# ----- cat / stack ----------------------------------------------------------------------
-# NOTE [Slicer tuples]: the backward of cat/stack hands each input the part of the
-# gradient that came from it. The index tuples are built once in forward, so
-# ``apply`` is one ``g[s]`` per input; ``g[s]`` is a numpy view in an ordinary
-# pass and a differentiable getitem in a create_graph pass.
-
-
-def _as_tensor_list(tensors: Any, op: str) -> list[Tensor]:
-    if isinstance(tensors, Tensor):
-        raise TypeError(f"{op}(): argument 'tensors' must be a sequence of Tensors, not Tensor")
-    ts = []
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            if not isinstance(t, np.ndarray) or not is_operand(t):  # numpy arrays: np.concatenate dispatch
-                raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
-            t = Tensor._wrap(t)
-        ts.append(t)
-    if not ts:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
-    return ts
-
-
-class CatBackward0(Node):
-    __slots__ = ("slicers",)
-    slicers: list[tuple[Any, ...]]
-
-    def apply(self, grads: list[Any]) -> list[Any]:
-        g = grads[0]
-        return [g[s] if e is not None else None for s, e in zip(self.slicers, self.next_edges)]
-
-
-class StackBackward0(CatBackward0):
-    __slots__ = ()
-
-
-def _np_concatenate(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
-    if out is not None or kwargs:
-        return NotImplemented  # type: ignore[no-any-return]
-    return cat(arrays, axis)
-
-
-@SHAPE.op(nodes=(CatBackward0,), method=False, aliases=("concat", "concatenate"),
-          functions=((np.concatenate, _np_concatenate),))
-def cat(tensors: Any, dim: int = 0) -> Tensor:
-    """Concatenate ``tensors`` along an existing dim ``dim``."""
-    ts = _as_tensor_list(tensors, "cat")
-    ref = ts[0]
-    # torch skips legacy empty 1-d tensors when the others have more dims
-    if ref.ndim > 1 or any(t.ndim > 1 for t in ts):
-        ts2 = [t for t in ts if not (t.ndim == 1 and t.shape[0] == 0)]
-        ts = ts2 or ts
-        ref = ts[0]
-    nd = ref.ndim
-    if nd == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = _wrap_dim(dim, nd)
-    for i, t in enumerate(ts):
-        if t.ndim != nd:
-            raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {nd} and {t.ndim}"
-            )
-        for k in range(nd):
-            if k != d and t.shape[k] != ref.shape[k]:
-                raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {d}. Expected size {ref.shape[k]} "
-                    f"but got size {t.shape[k]} for tensor number {i} in the list."
-                )
-    device = common_device(*ts)
-    out = new_tensor(np.concatenate([t._data for t in ts], axis=d), device)
-    if needs_grad(*ts):
-        lead = (slice(None),) * d
-        slicers = []
-        off = 0
-        for t in ts:
-            n = t.shape[d]
-            slicers.append(lead + (slice(off, off + n),))
-            off += n
-        record(CatBackward0(slicers), ts, (out,))
-    return out
-
-
-def _np_stack(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
-    if out is not None or kwargs:
-        return NotImplemented  # type: ignore[no-any-return]
-    return stack(arrays, axis)
-
-
-@SHAPE.op(nodes=(StackBackward0,), method=False, functions=((np.stack, _np_stack),))
-def stack(tensors: Any, dim: int = 0) -> Tensor:
-    """Join ``tensors`` (all of one shape) along a new dim ``dim``."""
-    ts = _as_tensor_list(tensors, "stack")
-    shp = ts[0].shape
-    for i, t in enumerate(ts):
-        if t.shape != shp:
-            raise RuntimeError(
-                f"stack expects each tensor to be equal size, but got {list(shp)} at entry 0 and "
-                f"{list(t.shape)} at entry {i}"
-            )
-    d = _wrap_dim(dim, len(shp) + 1)
-    device = common_device(*ts)
-    out = new_tensor(np.stack([t._data for t in ts], axis=d), device)
-    if needs_grad(*ts):
-        lead = (slice(None),) * d
-        record(StackBackward0([lead + (i,) for i in range(len(ts))]), ts, (out,))
-    return out
-
-
-# ----- split / chunk / unbind ------------------------------------------------------------
-# One node for all the pieces (torch's SplitBackward0): its outputs are views of the
-# input. A piece that receives no gradient contributes zeros.
-
-
-class SplitBackward0(Node):
-    __slots__ = ("slicers", "in_shape", "dtype", "dim")
-    slicers: list[tuple[Any, ...]]
-    in_shape: Shape
-    dtype: np.dtype
-    dim: int
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        present = [g for g in grads if g is not None]
-        if present and present[0].__class__ is Tensor:
-            return (self._graph(grads, present[0]),)
-        if len(present) == len(grads):
-            return (self._join(grads),)
-        gi = np.zeros(self.in_shape, present[0].dtype if present else self.dtype)
-        for s, g in zip(self.slicers, grads):
-            if g is not None:
-                gi[s] = g
-        return (gi,)
-
-    def _join(self, grads: list[Any]) -> Any:
-        return np.concatenate(grads, axis=self.dim)
-
-    def _zeros_like_piece(self, s: tuple[Any, ...], like: Tensor) -> Tensor:
-        shp = np.empty(self.in_shape, dtype=bool)[s].shape
-        return Tensor._wrap(np.zeros(shp, like._data.dtype), like._device)
-
-    def _graph(self, grads: list[Any], like: Tensor) -> Tensor:
-        full = [g if g is not None else self._zeros_like_piece(s, like) for s, g in zip(self.slicers, grads)]
-        return self._join_graph(full)
-
-    def _join_graph(self, full: list[Tensor]) -> Tensor:
-        return cat(full, self.dim)
-
-
-class SplitWithSizesBackward0(SplitBackward0):
-    __slots__ = ()
-
-
-class UnbindBackward0(SplitBackward0):
-    __slots__ = ()
-
-    def _join(self, grads: list[Any]) -> Any:
-        return np.stack(grads, axis=self.dim)
-
-    def _join_graph(self, full: list[Tensor]) -> Tensor:
-        return stack(full, self.dim)
-
-
-def _split_pieces(
-    input: Tensor, sizes: list[int], d: int, node_cls: type[SplitBackward0], select: bool = False
-) -> tuple[Tensor, ...]:
-    xd = input._data
-    lead = (slice(None),) * d
-    slicers: list[tuple[Any, ...]] = []
-    off = 0
-    for n in sizes:
-        slicers.append(lead + ((off if select else slice(off, off + n)),))
-        off += n
-    outs = tuple(make_view(input, xd[s]) for s in slicers)
-    if needs_grad(input):
-        record(node_cls(slicers, xd.shape, xd.dtype, d), (input,), outs)
-    return outs
-
-
-@SHAPE.op(nodes=(SplitBackward0, SplitWithSizesBackward0))
-def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
-    """Split into pieces of ``split_size_or_sections`` (one int: equal pieces, the last
-    smaller; a list: those sizes) along ``dim``. The pieces are views of ``tensor``."""
-    if tensor.ndim == 0:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    d = _wrap_dim(dim, tensor.ndim)
-    n = tensor.shape[d]
-    if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = list(int_tuple((split_size_or_sections,), "split", "split_size"))
-        if any(s < 0 for s in sizes):
-            raise RuntimeError(
-                f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}"
-            )
-        if sum(sizes) != n:
-            raise RuntimeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
-                f"dimension {d}), but got split_sizes={sizes}"
-            )
-        return _split_pieces(tensor, sizes, d, SplitWithSizesBackward0)
-    s = _index(split_size_or_sections, "split_size")
-    if s < 0:
-        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
-    if s == 0 and n != 0:
-        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-    if n == 0:
-        sizes = [0]
-    else:
-        sizes = [s] * (n // s) + ([n % s] if n % s else [])
-    return _split_pieces(tensor, sizes, d, SplitBackward0)
-
-
-@SHAPE.op(nodes=(SplitBackward0, SplitWithSizesBackward0))
-def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
-    """Split into ``chunks`` pieces of ``ceil(size / chunks)`` along ``dim`` (fewer if they run out)."""
-    chunks = _index(chunks, "chunks")
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    if input.ndim == 0:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
-    d = _wrap_dim(dim, input.ndim)
-    n = input.shape[d]
-    size = -(-n // chunks)
-    if size == 0:
-        return split(input, [0] * chunks if n == 0 else 1, d)
-    return split(input, size, d)
-
-
-@SHAPE.op(nodes=(UnbindBackward0,))
-def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    """The slices along ``dim``, as views with that dim removed."""
-    if input.ndim == 0:
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    d = _wrap_dim(dim, input.ndim)
-    return _split_pieces(input, [1] * input.shape[d], d, UnbindBackward0, select=True)
-
-
-# ----- flip / repeat / tile ----------------------------------------------------------------
-
-
-class FlipBackward0(Node):
-    __slots__ = ("dims",)
-    dims: tuple[int, ...]
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        return (np.flip(grads[0], self.dims),)
-
-
-@SHAPE.op(nodes=(FlipBackward0,), functions=(np.flip,))
-def flip(input: Tensor, dims: Any = None, *, axis: Any = None) -> Tensor:
-    """Reverse the order of elements along ``dims`` (a copy, as torch.flip)."""
-    if axis is not None:
-        dims = axis
-    nd = input.ndim
-    if dims is None:
-        ds = tuple(range(nd))
-    else:
-        ds = tuple(_wrap_dim(d, nd) for d in int_tuple((dims,), "flip", "dims"))
-    out = new_tensor(np.flip(input._data, ds).copy() if nd else input._data.copy(), input._device)
-    if input._requires_grad and grad_enabled():
-        link_one(FlipBackward0(ds), input, out)
-    return out
-
-
-class RepeatBackward0(Node):
-    __slots__ = ("split_shape", "axes", "in_shape")
-    split_shape: Shape
-    axes: tuple[int, ...]
-    in_shape: Shape
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0].reshape(self.split_shape).sum(axis=self.axes)
-        return (g.reshape(self.in_shape),)
-
-
-@SHAPE.op(nodes=(RepeatBackward0,))
-def repeat(input: Tensor, *sizes: Any) -> Tensor:
-    """Tile ``input`` ``sizes[i]`` times along dim i (torch.Tensor.repeat; ``len(sizes) >= ndim``)."""
-    reps = int_tuple(sizes, "repeat", "repeats")
-    shp = input.shape
-    if len(reps) < len(shp):
-        raise RuntimeError(
-            "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
-        )
-    padded = (1,) * (len(reps) - len(shp)) + shp
-    out = new_tensor(np.tile(input._data.reshape(padded), reps), input._device)
-    if input._requires_grad and grad_enabled():
-        split_shape: list[int] = []
-        for r, s in zip(reps, padded):
-            split_shape += [r, s]
-        link_one(RepeatBackward0(tuple(split_shape), tuple(range(0, 2 * len(reps), 2)), shp), input, out)
-    return out
-
-
-@SHAPE.op(nodes=(RepeatBackward0,), functions=(np.tile,))
-def tile(input: Tensor, dims: Any, *more: Any) -> Tensor:
-    """Like repeat, but ``dims`` shorter than ``ndim`` is padded with ones in front."""
-    reps = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,) + more
-    if len(reps) < input.ndim:
-        reps = (1,) * (input.ndim - len(reps)) + reps
-    return repeat(input, reps)
-
-
-concat = concatenate = cat
+moveaxis = movedim
 
 __all__ = SHAPE.exports(__name__)
