@@ -380,3 +380,31 @@ def test_index_select_and_take_along_dim_on_mismatched_ranks_say_so() -> None:
                        "dimensions for input, and 1 dimensions for indices"):
         ag.tensor(3.0).take_along_dim(ag.tensor([0]), 0)
     assert ag.ones(2, 3).take_along_dim(ag.tensor([0]), None).tolist() == [1.0]
+
+
+# ----- issue 13: take, take_along_dim's broadcasting, narrow_copy -------------------------------
+
+
+def test_take_reads_the_flattened_input_with_negative_indices() -> None:
+    a = np.arange(12.0).reshape(3, 4)
+    idx = np.array([[0, -1], [5, -12]])
+    got = ag.tensor(a).take(ag.tensor(idx))
+    assert got.shape == (2, 2) and got.tolist() == np.take(a, idx).tolist()
+    assert np.take(ag.tensor(a), [1, 2]).tolist() == [1.0, 2.0] and np.take(ag.tensor(a), [0, 2], axis=1).shape == (3, 2)
+    assert ag.tensor(5.0).take(ag.tensor([0, -1])).tolist() == [5.0, 5.0]
+
+
+def test_take_along_dim_broadcasts_and_wraps_negative_indices_as_numpy() -> None:
+    a = np.arange(3.0).reshape(3, 1)
+    idx = np.array([[0, 1, 2, -1]])
+    np.testing.assert_array_equal(ag.tensor(a).take_along_dim(ag.tensor(idx), 0).numpy(),
+                                  np.take_along_axis(np.broadcast_to(a, (3, 4)), idx % 3, 0))
+    assert ag.take_along_dim(ag.tensor(a), ag.tensor([2, 0])).tolist() == [2.0, 0.0]  # flattened without dim
+    with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        ag.tensor(a).take_along_dim(ag.tensor([[3]]), 0)
+
+
+def test_narrow_copy_is_not_a_view() -> None:
+    x = ag.arange(12.0).reshape(3, 4)
+    y = x.narrow_copy(1, 1, 2)
+    assert y.tolist() == x.narrow(1, 1, 2).tolist() and not np.shares_memory(y.numpy(), x.numpy())

@@ -89,3 +89,47 @@ def test_randint_low_high_size_form():
 def test_randint_misuse_gives_torch_errors(call, exc, phrase):
     with pytest.raises(exc, match=phrase):
         call()
+
+
+# ----- issue 13: new_* methods, *_like functions, randperm, randint_like --------------------------
+
+
+def test_new_methods_take_dtype_and_device_from_self() -> None:
+    x = ag.zeros(2, dtype=ag.float64, device="cpu:1")
+    for t in (x.new_zeros(2, 3), x.new_ones((2, 3)), x.new_empty(2, 3), x.new_full((2, 3), 7)):
+        assert t.shape == (2, 3) and t.dtype == ag.float64 and str(t.device) == "cpu:1" and t.is_leaf
+    assert x.new_full((2,), 7).tolist() == [7.0, 7.0] and x.new_ones(1, dtype=ag.int64).dtype == ag.int64
+    t = x.new_tensor([1, 2], requires_grad=True)
+    assert t.dtype == ag.float64 and t.requires_grad and t.tolist() == [1.0, 2.0]
+    assert x.new_zeros(2, device="cpu").device == ag.device("cpu")
+    with pytest.raises(TypeError, match="new_full\\(\\): argument 'fill_value' must be a number, not str"):
+        x.new_full((2,), "a")
+
+
+def test_like_functions_follow_their_input() -> None:
+    x = ag.arange(6).reshape(2, 3)
+    assert ag.full_like(x, 2.7).tolist() == [[2, 2, 2], [2, 2, 2]]  # x's dtype, as torch
+    assert ag.full_like(x, 2.5, dtype=ag.float64).dtype == ag.float64
+    assert ag.empty_like(x).shape == (2, 3) and ag.empty_like(x).dtype == ag.int64
+    r = ag.randint_like(x, 3, 5)
+    assert r.dtype == ag.int64 and set(r.numpy().ravel()) <= {3, 4}
+    assert ag.randint_like(ag.zeros(4), 2).dtype == ag.float32
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to', but got from=5 >= to=3"):
+        ag.randint_like(x, 5, 3)
+    with pytest.raises(NotImplementedError, match="\"check_uniform_bounds\" not implemented for 'Long'"):
+        ag.rand_like(x)
+    with pytest.raises(NotImplementedError, match="\"normal_kernel_cpu\" not implemented for 'Long'"):
+        ag.randn(2, dtype=ag.int64)
+
+
+def test_randperm_is_a_permutation_with_torchs_checks() -> None:
+    p = ag.randperm(10)
+    assert p.dtype == ag.int64 and sorted(p.tolist()) == list(range(10))
+    assert ag.randperm(0).shape == (0,) and ag.randperm(4, dtype=ag.float32).dtype == ag.float32
+    assert ag.randperm(3, requires_grad=True, dtype=ag.float64).requires_grad
+    with pytest.raises(RuntimeError, match="Trying to create tensor with negative dimension -1: \\[-1\\]"):
+        ag.randperm(-1)
+    with pytest.raises(RuntimeError, match="n cannot be greater than 2049 for Half type."):
+        ag.randperm(3000, dtype=ag.float16)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+        ag.randperm(300, dtype=ag.int8)

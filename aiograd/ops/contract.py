@@ -178,12 +178,19 @@ class _Plan:
 # which in a create_graph pass is this op again (NOTE [One rule for both modes] in _common.py).
 
 
-def _optimize(arrays: list[Any]) -> Any:
-    """numpy's contraction-order search pays for three operands or more, or for large ones
-    (where it hands the pairwise product to BLAS); for small pairs its cost outweighs the gain."""
-    if len(arrays) > 2:
-        return "greedy"
-    return "greedy" if sum(int(np.prod(a.shape)) for a in arrays) > 4096 else False
+_SEARCH_PAYS = 32**3  # measured on numpy 2.4: a 32x32 by 32x32 product costs the same either way
+
+
+def _optimize(equation: str, arrays: list[Any]) -> Any:
+    """Whether numpy's contraction-order search (and its BLAS pairwise products) pays: it costs
+    ~10 us, so only when the plain loop's work, the product of every letter's size, is large."""
+    sizes: dict[str, int] = {}
+    for term, a in zip(equation.split("->")[0].split(","), arrays):
+        sizes.update(zip(term, a.shape))
+    work = 1
+    for n in sizes.values():
+        work *= n
+    return "greedy" if work > _SEARCH_PAYS else False
 
 
 class EinsumBackward0(Node):
@@ -236,7 +243,7 @@ class EinsumBackward0(Node):
                     values[j] = unpack(self, self.operands[j], graph)
             eq, extras = self._grad_equation(k, (g._data if graph else g).dtype)
             arrays = [g] + [values[j] for j in range(len(self.terms)) if j != k] + extras
-            res = np.einsum(eq, *arrays, optimize=_optimize(arrays))
+            res = np.einsum(eq, *arrays, optimize=_optimize(eq, arrays))
             out.append(res if graph else np.asarray(res))
         return out
 
@@ -275,7 +282,7 @@ def einsum(*args: Any) -> Tensor:
     plan = _Plan(equation, operands)
     arrays = [x._data for x in plan.operands]
     eq = ",".join(plan.terms) + "->" + plan.out
-    res = np.asarray(np.einsum(eq, *arrays, optimize=_optimize(arrays)))
+    res = np.asarray(np.einsum(eq, *arrays, optimize=_optimize(eq, arrays)))
     if res.dtype != arrays[0].dtype:
         res = res.astype(arrays[0].dtype)
     result = new_tensor(res, device)

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..autograd.graph import Node, Shape, link_one, record, sum_to
 from ..tensor import Tensor, _to_array, new_tensor
-from ._common import broadcast_shapes, check_operand, grad_enabled, is_operand, needs_grad, operand_error
+from ._common import broadcast_shapes, grad_enabled, is_operand, needs_grad
 from ._table import OpTable
 from .nn import _torch_dtype_name
 from .shape import _wrap_dim, make_view, reshape

@@ -304,6 +304,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
                         f"tensor.size({k}) = {edge.shape[k]}"
                     )
         parts.append(edge)
+    if n == 0:  # prepend and append are checked, not used (as torch)
+        return input
     x = cat(parts, d) if len(parts) > 1 else input
     op = logical_xor if x.dtype == np.bool_ else sub
     for _ in range(n):

@@ -20,7 +20,7 @@ from ..tensor import DTypeLike, Tensor, _make, _resolve_dtype, _shape_args, get_
 from ._common import broadcast_shapes, common_device, needs_grad
 from ._table import OpTable
 from .elementwise import NotImplementedBackward, zeros_like_grad
-from .inplace import _inplace, _write
+from .inplace import _inplace
 from .nn import _torch_dtype_name
 from .shape import _index
 
@@ -253,7 +253,7 @@ def _fill_inplace(self: Tensor, values: np.ndarray, node: type[_ZeroGradient]) -
     def outofplace(a: Tensor) -> Tensor:
         return _sample(values.astype(a.dtype), (a,), node, a._device)
 
-    return _inplace(self, (), outofplace, lambda d: _write(self, values, casting="unsafe"))
+    return _inplace(self, (), outofplace, lambda d: np.copyto(d, values, casting="unsafe"))
 
 
 @SAMPLING.op(nodes=(BernoulliBackward2,), export=False)
