@@ -408,3 +408,9 @@ def test_narrow_copy_is_not_a_view() -> None:
     x = ag.arange(12.0).reshape(3, 4)
     y = x.narrow_copy(1, 1, 2)
     assert y.tolist() == x.narrow(1, 1, 2).tolist() and not np.shares_memory(y.numpy(), x.numpy())
+
+
+def test_gather_with_an_empty_index_of_another_rank_reads_nothing_as_torch() -> None:
+    x = ag.arange(5.0).requires_grad_()
+    y = x.gather(0, ag.zeros(2, 0, dtype=ag.int64))
+    assert y.shape == (2, 0) and y.grad_fn.name() == "GatherBackward0"

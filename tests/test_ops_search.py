@@ -45,6 +45,7 @@ def test_searchsorted_forms() -> None:
     assert r.shape == () and r.item() == 1
     assert ag.bucketize(1.5, ag.tensor([1.0, 2.0]), out_int32=True).dtype == ag.int32
     assert ag.searchsorted(ag.tensor([1.0, 2.0]), ag.tensor([2.0]), out_int32=True).dtype == ag.int32
+    assert ag.searchsorted(ag.zeros(0, 0), ag.zeros(0, 0)).shape == (0, 0)  # an empty batch
 
 
 @pytest.mark.parametrize(

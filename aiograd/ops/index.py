@@ -241,6 +241,11 @@ def gather(input: Tensor, dim: int, index: Any) -> Tensor:
     """``out[i][j][k] = input[index[i][j][k]][j][k]`` (for dim 0): values picked along ``dim``."""
     idx_arr = _index_array(index, "gather")
     d = _wrap_dim(dim, input.ndim)
+    if idx_arr.size == 0 and idx_arr.ndim != input.ndim:  # torch reads nothing and checks nothing
+        idx = (np.zeros(idx_arr.shape, np.intp),) * input.ndim
+        out = new_tensor(np.zeros(idx_arr.shape, input.dtype), input._device)
+        _record_read(GatherBackward0, input, idx, out)
+        return out
     if input.ndim == 0:
         check_bounds(idx_arr, 1, 0)
         return getitem(input, ...) if idx_arr.ndim == 0 else getitem(reshape(input, (1,)), (idx_arr,))

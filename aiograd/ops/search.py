@@ -86,9 +86,13 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     if seq.ndim == 1:
         res = np.searchsorted(seq, vals, side=how)
     else:
-        rows_s = seq.reshape(-1, seq.shape[-1])
-        rows_v = vals.reshape(-1, vals.shape[-1])
-        res = np.stack([np.searchsorted(s, v, side=how) for s, v in zip(rows_s, rows_v)]).reshape(vals.shape)
+        n_rows = int(np.prod(seq.shape[:-1]))
+        rows_s = seq.reshape(n_rows, seq.shape[-1])
+        rows_v = vals.reshape(n_rows, vals.shape[-1])
+        res = np.zeros(rows_v.shape, np.int64)
+        for r, (s, v) in enumerate(zip(rows_s, rows_v)):
+            res[r] = np.searchsorted(s, v, side=how)
+        res = res.reshape(vals.shape)
     return new_tensor(np.asarray(res, dtype=np.int32 if out_int32 else np.int64), sorted_sequence._device)
 
 
