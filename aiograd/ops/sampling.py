@@ -234,7 +234,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Gene
     return _sample(values, tuple(t for t in (mean, std) if isinstance(t, Tensor)), node, dev)
 
 
-@SAMPLING.op(nodes=(PoissonBackward0,))
+@SAMPLING.op(nodes=(PoissonBackward0,), method=False)
 def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     """Poisson samples with rates ``input`` (non-negative), in its shape and dtype."""
     _floating(input, "poisson_cpu")

@@ -96,7 +96,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     return new_tensor(np.asarray(res, dtype=np.int32 if out_int32 else np.int64), sorted_sequence._device)
 
 
-@SEARCH.op()
+@SEARCH.op(method=False)
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False) -> Tensor:
     """The index of the bucket of ``boundaries`` (1-d, sorted) each value falls in: the first i with
     ``value <= boundaries[i]`` (``value < boundaries[i]`` with ``right=True``)."""
