@@ -13,6 +13,7 @@ row, so adding an op means adding its row here:
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -114,7 +115,42 @@ EXEMPT = {
     "half": "float16 rounding defeats finite differences; tests/test_ops_convert.py checks its gradient",
     "floor_divide": "no derivative (as torch): tests/test_ops_elementwise.py checks that backward raises",
     "floor_divide_": "no derivative (as torch): tests/test_ops_elementwise.py checks that backward raises",
+    "heaviside": "no derivative (as torch): tests/test_ops_elementwise.py checks that backward raises",
+    "heaviside_": "no derivative (as torch): tests/test_ops_elementwise.py checks that backward raises",
 }
+_SCAN = cases((3,), (2, 3), args=(-1,)) + cases((2, 3), args=(0,)) + cases((), args=(0,))
+_ALONG = cases((4,), (2, 4), args=(-1,)) + cases((3, 2), args=(0,))  # ops that select along one dim
+_TRIPLES = cases(((2, 3), (2, 3), (2, 3)), ((2, 3), (3,), (2, 1)), ((), (2,), ()))
+_UNIT = uniform(-0.8, 0.8)  # inside the domain of asin, acos, atanh, erfinv
+_PROB = uniform(0.1, 0.9)  # inside (0, 1): logit
+_ZEROS3 = np.array([1.0, 0.0, 1.0])  # puts a zero into a row of 3 (cumprod's exact gradient)
+
+
+def _scan_ref(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A numpy scan as ``ref``: ``fn(a, axis=dim)``, and a 0-d input is its own scan."""
+    return lambda a, dim: fn(a, axis=dim) if a.ndim else a
+
+
+def _lcse_ref(a: np.ndarray, dim: int) -> np.ndarray:
+    return np.logaddexp.accumulate(a, axis=dim) if a.ndim else a
+
+
+def _vector_norm_ref(a: np.ndarray, p: float, dim: Any) -> np.ndarray:
+    x = np.abs(a)
+    if np.isinf(p):
+        return x.max(axis=dim) if p > 0 else x.min(axis=dim)  # type: ignore[no-any-return]
+    return (x ** p).sum(axis=dim) ** (1 / p)  # type: ignore[no-any-return]
+
+
+def _clone(x: ag.Tensor) -> ag.Tensor:
+    return x.clone()
+
+
+def _values(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``values`` of an op returning ``(values, indices)``."""
+    return lambda *a, **k: fn(*a, **k).values
+
+
 _IDX23 = np.array([[0, 1, 1], [1, 0, 0]])  # an index into dim 0 of a (2, 3) tensor, with repeats
 _MASK23 = np.array([[True, False, True], [False, False, True]])
 
@@ -192,6 +228,58 @@ ROWS: list[OpRow] = [
     OpRow("ceil", UNARY, sample=uniform(-4, 4, _FRAC), ref=np.ceil, node="CeilBackward0"),
     OpRow("trunc", UNARY, sample=uniform(-4, 4, _FRAC), ref=np.trunc, node="TruncBackward0"),
     OpRow("round", UNARY, sample=uniform(-4, 4, _FRAC), ref=np.round, node="RoundBackward0"),
+    OpRow("expm1", UNARY, ref=np.expm1, node="Expm1Backward0"),
+    OpRow("exp2", UNARY, ref=np.exp2, node="Exp2Backward0"),
+    OpRow("sinh", UNARY, ref=np.sinh, node="SinhBackward0"),
+    OpRow("cosh", UNARY, ref=np.cosh, node="CoshBackward0"),
+    OpRow("asinh", UNARY, ref=np.arcsinh, node="AsinhBackward0"),
+    OpRow("acosh", UNARY, sample=uniform(1.2, 3), ref=np.arccosh, node="AcoshBackward0"),
+    OpRow("atanh", UNARY, sample=_UNIT, ref=np.arctanh, node="AtanhBackward0"),
+    OpRow("asin", UNARY, sample=_UNIT, ref=np.arcsin, node="AsinBackward0"),
+    OpRow("acos", UNARY, sample=_UNIT, ref=np.arccos, node="AcosBackward0"),
+    OpRow("atan", UNARY, ref=np.arctan, node="AtanBackward0"),
+    OpRow("deg2rad", UNARY, ref=np.deg2rad, node="Deg2RadBackward0"),
+    OpRow("rad2deg", UNARY, ref=np.rad2deg, node="Rad2DegBackward0"),
+    OpRow("erfc", UNARY, ref=lambda x: 1 - np.vectorize(math.erf)(x), node="ErfcBackward0"),
+    OpRow("erfinv", UNARY, sample=_UNIT, node="ErfinvBackward0"),
+    OpRow("lgamma", UNARY, sample=uniform(0.3, 3), ref=np.vectorize(math.lgamma), node="LgammaBackward0"),
+    OpRow("lgamma", UNARY, fn=lambda x: ag.lgamma(x - 3), sample=uniform(0.2, 0.8), node="LgammaBackward0",
+          variant="negative"),
+    OpRow("digamma", UNARY, sample=uniform(0.3, 3), node="DigammaBackward0"),
+    OpRow("polygamma", UNARY, fn=lambda x: ag.polygamma(2, x), sample=uniform(0.3, 3), node="PolygammaBackward0"),
+    OpRow("polygamma", UNARY, fn=lambda x: x.polygamma(0), sample=uniform(0.3, 3), node="PolygammaBackward0",
+          variant="method_n0"),
+    OpRow("sinc", UNARY, ref=np.sinc, node="SincBackward0"),
+    OpRow("logit", UNARY, sample=_PROB, ref=lambda x: np.log(x / (1 - x)), node="LogitBackward0"),
+    OpRow("logit", UNARY, fn=lambda x: ag.logit(x, 0.2), sample=uniform(0.02, 0.98, (0.2, 0.8)),
+          ref=lambda x: np.log(np.clip(x, 0.2, 0.8) / (1 - np.clip(x, 0.2, 0.8))), node="LogitBackward0",
+          variant="eps"),
+    OpRow("nan_to_num", UNARY, ref=np.nan_to_num, node="NanToNumBackward0"),
+    # ----- elementwise: two and three operands ------------------------------------------------------
+    OpRow("atan2", BINARY, ref=np.arctan2, node="Atan2Backward0"),
+    OpRow("hypot", BINARY, sample=uniform(kinks=(0,)), ref=np.hypot, node="HypotBackward0"),
+    OpRow("logaddexp", BINARY, ref=np.logaddexp, node="LogaddexpBackward0"),
+    OpRow("logaddexp2", BINARY, ref=np.logaddexp2, node="Logaddexp2Backward0"),
+    OpRow("copysign", BINARY, sample=uniform(kinks=(0,)), ref=np.copysign, node="CopysignBackward0"),
+    OpRow("copysign", UNARY, fn=lambda x: ag.copysign(x, -1.0), sample=uniform(kinks=(0,)),
+          ref=lambda x: np.copysign(x, -1.0), node="CopysignBackward1", variant="number"),
+    OpRow("fmod", BINARY[:3], fn=lambda a, b: ag.fmod(a, b.abs() + 0.5), ref=lambda a, b: np.fmod(a, np.abs(b) + 0.5),
+          node="FmodBackward1"),
+    OpRow("fmod", UNARY, fn=lambda x: ag.fmod(x, 0.7), sample=uniform(-2, 2, [k * 0.7 for k in range(-3, 4)]),
+          ref=lambda x: np.fmod(x, 0.7), node="FmodBackward0", variant="number"),
+    OpRow("xlogy", BINARY, fn=lambda a, b: ag.xlogy(a, b.abs() + 0.5), ref=lambda a, b: a * np.log(np.abs(b) + 0.5),
+          node="XlogyBackward0"),
+    OpRow("xlogy", UNARY, fn=lambda b: ag.xlogy(2.5, b), sample=POSITIVE, ref=lambda b: 2.5 * np.log(b),
+          node="XlogyBackward1", variant="number_input"),
+    OpRow("xlogy", UNARY, fn=lambda a: ag.xlogy(a, 1.5), ref=lambda a: a * np.log(1.5), node="XlogyBackward2",
+          variant="number_other"),
+    OpRow("lerp", _TRIPLES, ref=lambda a, b, w: a + w * (b - a), node="LerpBackward1"),
+    OpRow("lerp", BINARY, fn=lambda a, b: ag.lerp(a, b, 0.7), ref=lambda a, b: a + 0.7 * (b - a),
+          node="LerpBackward0", variant="number_weight"),
+    OpRow("addcmul", _TRIPLES, fn=lambda a, b, c: ag.addcmul(a, b, c, value=-0.5), ref=lambda a, b, c: a - 0.5 * b * c,
+          node="AddcmulBackward0"),
+    OpRow("addcdiv", _TRIPLES, fn=lambda a, b, c: ag.addcdiv(a, b, c.abs() + 0.5, value=2),
+          ref=lambda a, b, c: a + 2 * b / (np.abs(c) + 0.5), node="AddcdivBackward0"),
     # ----- reductions ------------------------------------------------------------------------------
     OpRow("sum", REDUCE, ref=_sum_ref, node="SumBackward0"),
     OpRow("mean", REDUCE, ref=lambda a, dim=None, keepdim=False: np.mean(a, axis=dim, keepdims=keepdim),
@@ -225,8 +313,66 @@ ROWS: list[OpRow] = [
     OpRow("norm", REDUCE[:4], sample=distinct,
           ref=lambda a, dim=None, keepdim=False: np.sqrt(np.sum(a * a, axis=dim, keepdims=keepdim)),
           node="LinalgVectorNormBackward0"),
-    OpRow("norm", cases((2, 3), kwargs={"p": 1, "dim": 1}), sample=uniform(kinks=(0,)), node="SumBackward0",
-          variant="p1"),
+    *[
+        OpRow("norm", cases((2, 3), kwargs={"p": p, "dim": 1}) + cases((2, 1, 3), kwargs={"p": p, "dim": (0, 2)}),
+              sample=distinct if p in (np.inf, -np.inf) else uniform(kinks=(0,)),
+              ref=_vector_norm_ref,
+              node="LinalgVectorNormBackward0", variant=f"p{p}")
+        for p in (1, 3, 0.5, -1, np.inf, -np.inf)
+    ],
+    OpRow("norm", cases((2, 3), kwargs={"p": 0, "dim": 1}), node="LinalgVectorNormBackward0", variant="p0"),
+    OpRow("norm", cases((3, 2), (2, 2, 3), kwargs={"p": "nuc", "dim": (0, 1)}), node="SumBackward1", gradgrad=False,
+          variant="nuclear"),
+    OpRow("nansum", REDUCE, ref=lambda a, dim=None, keepdim=False: np.nansum(a, axis=dim, keepdims=keepdim),
+          node="NansumBackward0"),
+    OpRow("nanmean", REDUCE, ref=lambda a, dim=None, keepdim=False: np.nanmean(a, axis=dim, keepdims=keepdim),
+          node="DivBackward0"),
+    OpRow("var_mean", REDUCE[:4], node="VarMeanBackward0"),
+    OpRow("var_mean", REDUCE[1:3], fn=lambda x, **k: ag.var_mean(x, correction=0, **k)[1], node="VarMeanBackward0",
+          variant="mean_only"),
+    OpRow("std_mean", REDUCE[:4], sample=distinct, node="StdMeanBackward0"),
+    OpRow("aminmax", cases((2, 3), (4,)), sample=distinct, node="AminmaxBackward0"),
+    OpRow("aminmax", cases((2, 3), kwargs={"dim": 1}) + cases((3, 2), kwargs={"dim": 0, "keepdim": True}),
+          sample=distinct, node="AminmaxBackward0", variant="dim"),
+    # ----- scans -------------------------------------------------------------------------------------
+    OpRow("cumsum", _SCAN, ref=_scan_ref(np.cumsum), node="CumsumBackward0"),
+    OpRow("cumprod", _SCAN, ref=_scan_ref(np.cumprod), node="CumprodBackward0"),
+    OpRow("cumprod", cases((3,), (2, 3), args=(-1,)), fn=lambda x, d: ag.cumprod(x * ag.tensor(_ZEROS3), d),
+          node="CumprodBackward0", variant="with_zeros"),
+    OpRow("cumprod", cases((3, 2), args=(0,)), fn=lambda x, d: ag.cumprod(x * ag.tensor([[0.0], [1.0], [0.0]]), d),
+          node="CumprodBackward0", variant="two_zeros"),
+    OpRow("logcumsumexp", _SCAN, ref=_lcse_ref, node="LogcumsumexpBackward0"),
+    OpRow("cummax", _SCAN, fn=_values(ag.cummax), sample=distinct, ref=_scan_ref(np.maximum.accumulate),
+          node="CummaxBackward0"),
+    OpRow("cummin", _SCAN, fn=_values(ag.cummin), sample=distinct, ref=_scan_ref(np.minimum.accumulate),
+          node="CumminBackward0"),
+    # ----- sorting and order statistics --------------------------------------------------------------
+    OpRow("sort", _ALONG + cases((), args=(0,)), fn=_values(ag.sort), sample=distinct,
+          ref=lambda a, dim: np.sort(a, axis=dim) if a.ndim else a, node="SortBackward0"),
+    OpRow("sort", _ALONG, fn=lambda x, d: ag.sort(x, dim=d, descending=True, stable=True).values, sample=distinct,
+          ref=lambda a, dim: -np.sort(-a, axis=dim), node="SortBackward1", variant="descending_stable"),
+    OpRow("topk", _ALONG, fn=lambda x, d: ag.topk(x, 2, d).values, sample=distinct, node="TopkBackward0"),
+    OpRow("topk", _ALONG, fn=lambda x, d: ag.topk(x, 2, d, largest=False, sorted=False).values, sample=distinct,
+          node="TopkBackward0", variant="smallest_unsorted"),
+    OpRow("kthvalue", _ALONG, fn=lambda x, d: ag.kthvalue(x, 2, d).values, sample=distinct,
+          ref=lambda a, d: np.sort(a, axis=d).take(1, axis=d), node="KthvalueBackward0"),
+    OpRow("kthvalue", cases((3, 2), args=(0,)), fn=lambda x, d: ag.kthvalue(x, 3, d, keepdim=True).values,
+          sample=distinct, node="KthvalueBackward0", variant="keepdim"),
+    OpRow("median", UNARY + cases((4,)), sample=distinct, node="MedianBackward0"),
+    OpRow("median", _ALONG, fn=lambda x, d: ag.median(x, d).values, sample=distinct, node="MedianBackward1",
+          variant="dim"),
+    OpRow("nanmedian", UNARY + cases((4,)), sample=distinct, node="NanmedianBackward0"),
+    OpRow("nanmedian", _ALONG, fn=lambda x, d: ag.nanmedian(x, d, keepdim=True).values, sample=distinct,
+          node="NanmedianBackward1", variant="dim"),
+    OpRow("mode", _ALONG, fn=lambda x, d: ag.mode(x, d).values, sample=distinct, node="ModeBackward0"),
+    OpRow("quantile", cases((5,), (2, 3)), fn=lambda x: ag.quantile(x, 0.3), sample=distinct,
+          ref=lambda a: np.quantile(a, 0.3)),
+    OpRow("quantile", cases(((2, 5), (3,))), fn=lambda x, q: ag.quantile(x, q.sigmoid(), dim=1, keepdim=True),
+          sample=distinct, variant="tensor_q"),
+    OpRow("quantile", cases((3, 4)), fn=lambda x: ag.quantile(x, 0.5, dim=0, interpolation="midpoint"),
+          sample=distinct, ref=lambda a: np.quantile(a, 0.5, axis=0, method="midpoint"), variant="midpoint"),
+    OpRow("nanquantile", cases((5,), (2, 3)), fn=lambda x: ag.nanquantile(x, 0.7), sample=distinct,
+          ref=lambda a: np.nanquantile(a, 0.7)),
     # ----- shape -------------------------------------------------------------------------------------
     OpRow("reshape", cases((2, 3), args=(3, 2)), node="ViewBackward0"),
     OpRow("view", cases((2, 3), args=(-1,)), node="ViewBackward0"),
@@ -429,6 +575,29 @@ ROWS: list[OpRow] = [
         for name in ("exp", "log", "log1p", "sqrt", "abs", "neg", "sin", "cos", "tanh", "sigmoid", "relu",
                      "reciprocal", "square")
     ],
+    *[
+        OpRow(name + "_", UNARY, fn=(lambda n, pre: lambda x: getattr(pre(x), n + "_")())(name, pre), sample=_UNIT)
+        for name, pre in (
+            ("expm1", _clone), ("exp2", _clone), ("sinh", _clone), ("cosh", _clone), ("asinh", _clone),
+            ("acosh", lambda x: x.abs() + 1.2), ("atanh", _clone), ("asin", _clone), ("acos", _clone),
+            ("atan", _clone), ("deg2rad", _clone), ("rad2deg", _clone), ("erfc", _clone), ("erfinv", _clone),
+            ("lgamma", lambda x: x.abs() + 0.3), ("digamma", lambda x: x.abs() + 0.3), ("sinc", _clone),
+            ("logit", lambda x: x.abs() + 0.1), ("nan_to_num", _clone),
+        )
+    ],
+    OpRow("polygamma_", UNARY, fn=lambda x: (x.abs() + 0.3).polygamma_(1), sample=_UNIT, node="PolygammaBackward1"),
+    OpRow("atan2_", BINARY[:2], fn=lambda a, b: a.clone().atan2_(b), node="Atan2Backward0"),
+    OpRow("hypot_", BINARY[:2], fn=lambda a, b: a.clone().hypot_(b), sample=uniform(kinks=(0,)),
+          node="HypotBackward0"),
+    OpRow("copysign_", BINARY[:2], fn=lambda a, b: a.clone().copysign_(b), sample=uniform(kinks=(0,)),
+          node="CopysignBackward0"),
+    OpRow("fmod_", BINARY[:2], fn=lambda a, b: a.clone().fmod_(b.abs() + 0.5), node="FmodBackward1"),
+    OpRow("xlogy_", BINARY[:2], fn=lambda a, b: a.clone().xlogy_(b.abs() + 0.5), node="XlogyBackward0"),
+    OpRow("lerp_", _TRIPLES[:2], fn=lambda a, b, w: a.clone().lerp_(b, w), node="LerpBackward1"),
+    OpRow("addcmul_", _TRIPLES[:2], fn=lambda a, b, c: a.clone().addcmul_(b, c, value=2), node="AddcmulBackward0"),
+    OpRow("addcdiv_", _TRIPLES[:2], fn=lambda a, b, c: a.clone().addcdiv_(b, c.abs() + 0.5), node="AddcdivBackward0"),
+    OpRow("cumsum_", cases((2, 3)), fn=lambda x: x.clone().cumsum_(1), node="CumsumBackward0"),
+    OpRow("cumprod_", cases((2, 3)), fn=lambda x: x.clone().cumprod_(0), node="CumprodBackward0"),
     OpRow("zero_", UNARY, fn=lambda x: (x * 2).zero_() + x, node="AddBackward0"),
     OpRow("fill_", cases(((2, 3), ())), fn=lambda x, v: (x * 2).fill_(v) + x, node="AddBackward0"),
     OpRow("copy_", cases(((2, 3), (3,))), fn=lambda x, s: (x * 2).copy_(s) * x, node="MulBackward0"),

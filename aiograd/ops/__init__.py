@@ -19,15 +19,18 @@ from . import (
     rearrange,
     reduce,
     sampling,
+    scan,
     scatter,
     search,
     shape,
+    sorting,
+    special,
 )
 from ._table import install
 
 # the family modules, named before the star imports rebind ``diagonal`` and ``scatter`` to the ops
 _FAMILIES = (contract, convert, diagonal, elementwise, index, inplace, join, linalg, nn, rearrange, reduce, sampling,
-             scatter, search, shape)
+             scan, scatter, search, shape, sorting, special)
 
 from .contract import *  # noqa: F401,F403
 from .convert import *  # noqa: F401,F403
@@ -41,9 +44,12 @@ from .nn import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
 from .rearrange import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
+from .scan import *  # noqa: F401,F403
 from .scatter import *  # noqa: F401,F403
 from .search import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .sorting import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
 
 install(Tensor)
 

@@ -35,6 +35,7 @@ __all__ = [
     "needs_grad",
     "grad_enabled",
     "graph_mode",
+    "torch_dtype_name",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -250,6 +251,15 @@ def common_device(*xs: Any) -> Device:
                 )
     assert dev is not None
     return dev
+
+
+def torch_dtype_name(dt: Any) -> str:
+    """torch's name of a dtype in its error messages: ``Float``, ``Long``, ``Bool``..."""
+    return {
+        "float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+        "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+        "complex128": "ComplexDouble",
+    }.get(np.dtype(dt).name, str(dt))
 
 
 def data_of(x: Any) -> Any:

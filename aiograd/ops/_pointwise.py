@@ -38,7 +38,7 @@ import numpy as np
 
 from ..autograd.graph import Node, edge_to, link, link_one, save_output, sole_owner, sum_to, unpack, unpack_input
 from ..tensor import Tensor, get_default_dtype, new_tensor
-from ._common import as_tensor_operand, broadcast_shapes, common_device, grad_enabled, operand_error
+from ._common import as_tensor_operand, broadcast_shapes, common_device, grad_enabled, operand_error, torch_dtype_name
 from ._table import OpDef, OpTable
 
 if TYPE_CHECKING:
@@ -220,12 +220,13 @@ def _namespace(env: dict[str, Any] | None) -> dict[str, Any]:
     return ns
 
 
-def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str, Any] | None) -> type[Node]:
+def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str, Any] | None,
+                module: str) -> type[Node]:
     if saves == "none":
         ns = _namespace(env)
         exec(f"def apply(self, grads):\n    g = grads[0]\n    graph = g.__class__ is Tensor\n    return ({rule},)\n", ns)
         return type(node_name, (Node,), {
-            "__slots__": (), "apply": ns["apply"], "__module__": "aiograd.ops.elementwise",
+            "__slots__": (), "apply": ns["apply"], "__module__": module,
             "__doc__": f"Backward of {name}: grad_input = {rule}.",
         })
     # A rule "g * factor" may multiply into g itself when only the engine's input list
@@ -266,12 +267,13 @@ def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str,
     exec(src, ns)
     return type(node_name, (Node,), {
         "__slots__": tuple(fields), "__annotations__": fields, "apply": ns["apply"],
-        "__module__": "aiograd.ops.elementwise",
+        "__module__": module,
         "__doc__": f"Backward of {name}: grad_input = {rule} (v = saved {saves}).",
     })
 
 
-def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any] | None) -> type[Node]:
+def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any] | None,
+                 module: str) -> type[Node]:
     def branch(i: int, var: str, formula: str, shape: str) -> str:
         loads = "".join(_LOAD.format(x=x) for x in ("a", "b") if _uses(formula, x))
         if _uses(formula, "out"):
@@ -302,7 +304,7 @@ def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any
         fields["out"] = "Saved"
     return type(node_name, (Node,), {
         "__slots__": tuple(fields), "__annotations__": fields, "apply": ns["apply"],
-        "__module__": "aiograd.ops.elementwise",
+        "__module__": module,
         "__doc__": f"Backward of {name}: grad_a = {da}, grad_b = {db}, each summed to its operand's shape.",
     })
 
@@ -317,13 +319,14 @@ def make_unary(
     integers: str = "float",
     env: dict[str, Any] | None = None,
     doc: str | None = None,
+    module: str = "aiograd.ops.elementwise",
 ) -> tuple[UnaryOp, type[Node]]:
     """The forward and Node class of ``PointwiseTable.unary`` (without registering them)."""
     if saves not in ("input", "output", "none"):
         raise ValueError(f"{name}: saves must be 'input', 'output' or 'none', got {saves!r}")
     if integers not in ("float", "keep", "copy"):
         raise ValueError(f"{name}: integers must be 'float', 'keep' or 'copy', got {integers!r}")
-    node_cls = _unary_node(name, node, rule, saves, env)
+    node_cls = _unary_node(name, node, rule, saves, env, module)
     save_out = saves == "output"
     save_none = saves == "none"
     cast_ints = integers == "float"
@@ -356,7 +359,7 @@ def make_unary(
                 link_one(node_cls(input, 0 if vc is None else vc.value), input, out)  # type: ignore[call-arg]
         return out
 
-    _name(forward, name, doc or f"Elementwise {name}, differentiable.")
+    _name(forward, name, doc or f"Elementwise {name}, differentiable.", module)
     return forward, node_cls
 
 
@@ -367,13 +370,19 @@ def make_binary(
     da: str,
     db: str,
     node: str,
-    floating: bool = False,
+    integers: str = "promote",
     alpha: Callable[[Any, Any], Any] | None = None,
     env: dict[str, Any] | None = None,
     doc: str | None = None,
+    module: str = "aiograd.ops.elementwise",
 ) -> tuple[Any, type[Node]]:
     """The forward and Node class of ``PointwiseTable.binary`` (without registering them)."""
-    node_cls = _binary_node(name, node, da, db, env)
+    if integers not in ("promote", "float", "refuse"):
+        raise ValueError(f"{name}: integers must be 'promote', 'float' or 'refuse', got {integers!r}")
+    floating = integers == "float"
+    refuse = integers == "refuse"
+    fast_ints = integers == "promote"  # an integer dtype shared by both operands is the result's
+    node_cls = _binary_node(name, node, da, db, env, module)
     # which operand each gradient reads: saved only when that gradient is needed
     a_for_a, b_for_a = _uses(da, "a"), _uses(da, "b")
     a_for_b, b_for_b = _uses(db, "a"), _uses(db, "b")
@@ -391,6 +400,8 @@ def make_binary(
 
     def general(input: Any, other: Any) -> Tensor:
         a, b, ad, bd, device = prep_operands(input, other, name)
+        if refuse and (dt := result_dtype(a, b)).kind not in "fc":
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{torch_dtype_name(dt)}\'')
         out = new_tensor(cast_result(kernel(ad, bd), a, b, floating), device)
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
@@ -412,7 +423,7 @@ def make_binary(
             if oc is Tensor:
                 bd = other._data
                 dt = ad.dtype
-                if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or not floating):
+                if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
                     res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
                     out = new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
                     ra = input._requires_grad
@@ -431,7 +442,7 @@ def make_binary(
 
     if scale is None:  # what inspect (and the stub generator) shows: no alpha keyword
         forward.__signature__ = inspect.signature(_plain_binary)  # type: ignore[attr-defined]
-    _name(forward, name, doc or f"Elementwise {name} with broadcasting, differentiable.")
+    _name(forward, name, doc or f"Elementwise {name} with broadcasting, differentiable.", module)
     return forward, node_cls
 
 
@@ -445,6 +456,11 @@ def _plain_binary(input: Any, other: Any) -> Tensor:
 
 class PointwiseTable(OpTable):
     """An ``OpTable`` that can also make pointwise ops from kernels and formulas."""
+
+    @property
+    def module(self) -> str:
+        """The family module, which the ops and Node classes it makes name as theirs."""
+        return f"aiograd.ops.{self.family}"
 
     def unary(
         self,
@@ -470,7 +486,7 @@ class PointwiseTable(OpTable):
         ``inplace``: also make the method ``<name>_`` (ops/inplace.py).
         """
         forward, node_cls = make_unary(name, kernel, rule, saves=saves, node=node, integers=integers, env=env,
-                                       doc=doc)
+                                       doc=doc, module=self.module)
         self.add(OpDef(name, forward, self.family, (node_cls,), True, aliases, operators, (), ufuncs, (), True,
                        ("copy" if saves == "input" else "direct") if inplace else ""))
         return forward
@@ -483,7 +499,7 @@ class PointwiseTable(OpTable):
         da: str,
         db: str,
         node: str,
-        floating: bool = False,
+        integers: str = "promote",
         alpha: Callable[[Any, Any], Any] | None = None,
         ufuncs: tuple[Any, ...] = (),
         aliases: tuple[str, ...] = (),
@@ -493,11 +509,13 @@ class PointwiseTable(OpTable):
         doc: str | None = None,
     ) -> BinaryOp:
         """A differentiable ``kernel(a, b)`` with broadcasting and torch's promotion; ``da``/``db``
-        give each operand's gradient (NOTE [Formulas]). ``floating``: integer results become the
-        default float dtype (true division). ``alpha``: the op takes torch's ``alpha=`` keyword
-        (``kernel(a, alpha * b)``), and this function scales ``b`` by it (differentiably)."""
-        forward, node_cls = make_binary(name, kernel, da=da, db=db, node=node, floating=floating, alpha=alpha,
-                                        env=env, doc=doc)
+        give each operand's gradient (NOTE [Formulas]). ``integers``: what integer (and bool)
+        operands give: ``"promote"`` torch's promoted dtype, ``"float"`` the default float dtype
+        (true division, atan2), ``"refuse"`` torch's NotImplementedError (hypot, logaddexp).
+        ``alpha``: the op takes torch's ``alpha=`` keyword (``kernel(a, alpha * b)``), and this
+        function scales ``b`` by it (differentiably)."""
+        forward, node_cls = make_binary(name, kernel, da=da, db=db, node=node, integers=integers, alpha=alpha,
+                                        env=env, doc=doc, module=self.module)
         self.add(OpDef(name, forward, self.family, (node_cls,), True, aliases, operators, reflected, ufuncs))
         return forward
 
@@ -524,7 +542,7 @@ class PointwiseTable(OpTable):
                 res = kernel(ad, bd)
             return new_tensor(res if res.__class__ is _ndarray else np.asarray(res), device)
 
-        _name(forward, name, doc or f"Elementwise {name} (not differentiable): a bool tensor.")
+        _name(forward, name, doc or f"Elementwise {name} (not differentiable): a bool tensor.", self.module)
         self.add(OpDef(name, forward, self.family, (), True, (), operators, reflected, ufuncs, (), True))
         return forward
 
@@ -545,14 +563,14 @@ class PointwiseTable(OpTable):
             res = kernel(input._data)
             return new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
 
-        _name(forward, name, doc or f"Elementwise {name} (not differentiable).")
+        _name(forward, name, doc or f"Elementwise {name} (not differentiable).", self.module)
         self.add(OpDef(name, forward, self.family, (), True, (), operators, (), ufuncs, (), True))
         return forward
 
 
-def _name(fn: Callable[..., Any], name: str, doc: str) -> None:
+def _name(fn: Callable[..., Any], name: str, doc: str, module: str) -> None:
     fn.__name__ = fn.__qualname__ = name
-    fn.__module__ = "aiograd.ops.elementwise"
+    fn.__module__ = module
     fn.__doc__ = doc
     fn.checks_operands = True  # type: ignore[attr-defined]  # on its slow path: its public form is itself
 

@@ -54,6 +54,7 @@ _IMPORTS = {
     "DeviceLike": "from .device import DeviceLike",
     "Generator": "from ._generator import Generator",
     "memory_format": "from ._memory_format import memory_format",
+    "return_types": "from . import return_types",
 }
 _BUILTINS = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)} | {"None"}
 # dunders that legitimately return a Tensor where object's return bool

@@ -13,7 +13,8 @@ _common.py).
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from ._common import (
     grad_enabled,
     needs_grad,
     operand_error,
+    torch_dtype_name,
     wrap,
 )
 from ._pointwise import PointwiseTable, cast_result, make_binary, make_unary, prep_operands, result_dtype
@@ -90,7 +92,7 @@ sub = ELEMENTWISE.binary(
 )
 subtract = sub
 _true_divide, DivBackward0 = make_binary(
-    "div", np.true_divide, da="g / b", db="-g * a / (b * b)", node="DivBackward0", floating=True
+    "div", np.true_divide, da="g / b", db="-g * a / (b * b)", node="DivBackward0", integers="float"
 )
 
 
@@ -147,11 +149,12 @@ def _in_dtype(x: Any, dtype: np.dtype) -> np.ndarray:
     return np.asarray(x).astype(dtype, copy=False)
 
 
-def _refuse_zero_divisor(bd: np.ndarray, dtype: np.dtype) -> None:
+def _refuse_zero_divisor(bd: np.ndarray, dtype: np.dtype, op: str = "div_floor") -> None:
+    """torch's errors for integer division ops: a zero integer divisor, and bool operands (``op``: its kernel)."""
     if dtype.kind in "iu" and not np.all(bd):
         raise RuntimeError("ZeroDivisionError")
     if dtype.kind == "b":
-        raise NotImplementedError("\"div_floor_cpu\" not implemented for 'Bool'")
+        raise NotImplementedError(f"\"{op}_cpu\" not implemented for 'Bool'")
 
 
 def rounded_quotient(ad: Any, bd: Any, mode: str, dtype: np.dtype) -> np.ndarray:
@@ -180,7 +183,7 @@ def remainder_values(ad: Any, bd: Any, dtype: np.dtype) -> np.ndarray:
     """``a - b * floor(a / b)`` in ``dtype``, as torch: the sign of ``b``, from ``fmod`` (so 0 % -3 is +0)."""
     a, b = _in_dtype(ad, dtype), _in_dtype(bd, dtype)
     if dtype.kind in "biu":
-        _refuse_zero_divisor(b, dtype)
+        _refuse_zero_divisor(b, dtype, "remainder")
         return np.remainder(a, b)  # type: ignore[no-any-return]
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.fmod(a, b)
@@ -223,6 +226,7 @@ class RemainderBackward1(Node):
     a_shape: Shape
     b_shape: Shape
     dtype: np.dtype
+    rounding: ClassVar[str] = "floor"  # how the quotient in b's gradient is rounded
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -231,7 +235,7 @@ class RemainderBackward1(Node):
         gb = None
         if e[1] is not None:
             q: Any = rounded_quotient(
-                _saved_value(self, self.a, False), _saved_value(self, self.b, False), "floor", self.dtype
+                _saved_value(self, self.a, False), _saved_value(self, self.b, False), self.rounding, self.dtype
             )
             if g.__class__ is Tensor:
                 q = Tensor._wrap(q, g._device)
@@ -255,6 +259,48 @@ def remainder(input: Any, other: Any) -> Tensor:
         else:
             need = _grad_enabled_for(b)
             node = RemainderBackward1(save(a) if need else 0, save(b) if need else 0, _shape(a), _shape(b), dtype)
+        record(node, (a, b), (out,))
+    return out
+
+
+class FmodBackward0(RemainderBackward0):
+    """``fmod(x, c)`` for a number c: the gradient passes to x."""
+
+    __slots__ = ()
+
+
+class FmodBackward1(RemainderBackward1):
+    """``fmod(a, b)`` for two tensors: ``g`` to a, ``-g * trunc(a / b)`` to b."""
+
+    __slots__ = ()
+    rounding: ClassVar[str] = "trunc"
+
+
+def fmod_values(ad: Any, bd: Any, dtype: np.dtype) -> np.ndarray:
+    """C's fmod in ``dtype``: ``a - b * trunc(a / b)``, with the sign of ``a`` (as torch)."""
+    a, b = _in_dtype(ad, dtype), _in_dtype(bd, dtype)
+    if dtype.kind in "biu":
+        _refuse_zero_divisor(b, dtype, "fmod")
+        return np.fmod(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.fmod(a, b)
+
+
+@ELEMENTWISE.op(nodes=(FmodBackward0, FmodBackward1), ufuncs=(np.fmod,))
+def fmod(input: Tensor, other: Any) -> Tensor:
+    """C's remainder ``input - other * trunc(input / other)``: the sign of ``input`` (``remainder`` takes
+    the sign of ``other``). A zero integer divisor raises, as torch."""
+    a, b, ad, bd, device = prep_operands(input, other, "fmod")
+    dtype = result_dtype(a, b)
+    out = wrap(fmod_values(ad, bd, dtype), device)
+    if needs_grad(a, b):
+        node: Node
+        if not isinstance(b, Tensor):
+            node = FmodBackward0()
+        else:
+            need = _grad_enabled_for(b)
+            node = FmodBackward1(save(a) if need and isinstance(a, Tensor) else a if need else 0,
+                                 save(b) if need else 0, _shape(a), _shape(b), dtype)
         record(node, (a, b), (out,))
     return out
 
@@ -432,6 +478,41 @@ def erf_kernel(x: np.ndarray) -> np.ndarray:
 erf = _unary("erf", erf_kernel, "g * (1.1283791670955126 * np.exp(-(v * v)))", saves="input", node="ErfBackward0",
              doc="The error function, elementwise, differentiable (scipy.special.erf).")
 
+# ----- exponentials, hyperbolic and inverse trigonometric functions ------------------------------
+# torch's derivative formulas (derivatives.yaml), written in numpy terms so that they also
+# serve create_graph passes (NOTE [One rule for both modes]).
+
+expm1 = _unary("expm1", np.expm1, "g * (v + 1)", saves="output", node="Expm1Backward0", ufuncs=(np.expm1,),
+               inplace=True, doc="``exp(x) - 1``, accurate for small ``x``.")
+exp2 = _unary("exp2", np.exp2, "g * (v * 0.6931471805599453)", saves="output", node="Exp2Backward0",
+              ufuncs=(np.exp2,), inplace=True, doc="``2 ** x``, elementwise.")
+sinh = _unary("sinh", np.sinh, "g * np.cosh(v)", saves="input", node="SinhBackward0", ufuncs=(np.sinh,),
+              inplace=True)
+cosh = _unary("cosh", np.cosh, "g * np.sinh(v)", saves="input", node="CoshBackward0", ufuncs=(np.cosh,),
+              inplace=True)
+asinh = _unary("asinh", np.arcsinh, "g / np.sqrt(v * v + 1)", saves="input", node="AsinhBackward0",
+               ufuncs=(np.arcsinh,), aliases=("arcsinh",), inplace=True)
+arcsinh = asinh
+acosh = _unary("acosh", np.arccosh, "g / np.sqrt(v * v - 1)", saves="input", node="AcoshBackward0",
+               ufuncs=(np.arccosh,), aliases=("arccosh",), inplace=True, doc="Elementwise acosh (NaN below 1).")
+arccosh = acosh
+atanh = _unary("atanh", np.arctanh, "g / (1 - v * v)", saves="input", node="AtanhBackward0", ufuncs=(np.arctanh,),
+               aliases=("arctanh",), inplace=True)
+arctanh = atanh
+asin = _unary("asin", np.arcsin, "g / np.sqrt(1 - v * v)", saves="input", node="AsinBackward0",
+              ufuncs=(np.arcsin,), aliases=("arcsin",), inplace=True)
+arcsin = asin
+acos = _unary("acos", np.arccos, "-g / np.sqrt(1 - v * v)", saves="input", node="AcosBackward0",
+              ufuncs=(np.arccos,), aliases=("arccos",), inplace=True)
+arccos = acos
+atan = _unary("atan", np.arctan, "g / (v * v + 1)", saves="input", node="AtanBackward0", ufuncs=(np.arctan,),
+              aliases=("arctan",), inplace=True)
+arctan = atan
+deg2rad = _unary("deg2rad", np.deg2rad, "g * 0.017453292519943295", saves="none", node="Deg2RadBackward0",
+                 ufuncs=(np.deg2rad, np.radians), inplace=True, doc="Degrees to radians, elementwise.")
+rad2deg = _unary("rad2deg", np.rad2deg, "g * 57.29577951308232", saves="none", node="Rad2DegBackward0",
+                 ufuncs=(np.rad2deg, np.degrees), inplace=True, doc="Radians to degrees, elementwise.")
+
 
 # ----- piecewise constant: zero gradient ---------------------------------------------------------
 
@@ -527,6 +608,75 @@ minimum = ELEMENTWISE.binary(
     node="MinimumBackward0", ufuncs=(np.minimum,), env=_ENV,
     doc="Elementwise minimum with broadcasting (NaN propagates); ties split the gradient evenly.",
 )
+
+
+# ----- two-operand math: atan2, hypot, logaddexp, copysign -----------------------------------------
+
+
+def _sigmoid_any(x: Any) -> Any:
+    """``1 / (1 + exp(-x))`` without overflow: the weight logaddexp gives each operand."""
+    return sigmoid(x) if isinstance(x, Tensor) else _stable_sigmoid(np.asarray(x))
+
+
+def _copysign_ratio(a: Any, out: Any, g: Any) -> Any:
+    """``copysign(a, b) / a`` (+-1), 0 where ``a`` is 0, NaN where it is NaN (torch's
+    copysign_tensor_self_backward): a constant of the pass (a Tensor in a create_graph pass)."""
+    ad = a._data if isinstance(a, Tensor) else np.asarray(a)
+    od = out._data if isinstance(out, Tensor) else out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(ad == 0, 0, od / ad).astype(g.dtype, copy=False)
+    return Tensor._wrap(r, g._device) if isinstance(g, Tensor) else r
+
+
+def _atan2_recip(a: Any, b: Any) -> Any:
+    """``1 / (a**2 + b**2)``, 0 where that is 0 (torch's atan2_backward: no NaN at the origin)."""
+    denom = a * a + b * b
+    if isinstance(denom, Tensor):
+        zero = denom._data == 0
+        return where(Tensor._wrap(zero, denom._device), 0.0, 1 / denom) if zero.any() else 1 / denom
+    with np.errstate(divide="ignore"):
+        return np.where(denom == 0, 0, 1 / denom).astype(np.result_type(denom), copy=False)
+
+
+atan2 = ELEMENTWISE.binary(
+    "atan2", np.arctan2, da="g * b * recip(a, b)", db="g * -a * recip(a, b)", node="Atan2Backward0",
+    integers="float", ufuncs=(np.arctan2,), aliases=("arctan2",), env={"recip": _atan2_recip},
+    doc="The angle of the point ``(other, input)``: ``atan(input / other)`` in the right quadrant.",
+)
+arctan2 = atan2
+hypot = ELEMENTWISE.binary(
+    "hypot", np.hypot, da="g * a / out", db="g * b / out", node="HypotBackward0", integers="refuse",
+    ufuncs=(np.hypot,), doc="``sqrt(input ** 2 + other ** 2)`` without overflow; floating inputs only (as torch).",
+)
+logaddexp = ELEMENTWISE.binary(
+    "logaddexp", np.logaddexp, da="g * sigmoid_any(a - b)", db="g * sigmoid_any(b - a)", node="LogaddexpBackward0",
+    integers="refuse", ufuncs=(np.logaddexp,), env={"sigmoid_any": _sigmoid_any},
+    doc="``log(exp(input) + exp(other))``, computed stably; floating inputs only (as torch).",
+)
+logaddexp2 = ELEMENTWISE.binary(
+    "logaddexp2", np.logaddexp2, da="g * sigmoid_any((a - b) * 0.6931471805599453)",
+    db="g * sigmoid_any((b - a) * 0.6931471805599453)", node="Logaddexp2Backward0", integers="refuse",
+    ufuncs=(np.logaddexp2,), env={"sigmoid_any": _sigmoid_any},
+    doc="``log2(2 ** input + 2 ** other)``, computed stably; floating inputs only (as torch).",
+)
+_COPYSIGN = {"copysign_ratio": _copysign_ratio, "zeros_like_grad": zeros_like_grad}
+_copysign_tensor, CopysignBackward0 = make_binary(
+    "copysign", np.copysign, da="g * copysign_ratio(a, out, g)", db="zeros_like_grad(g)", node="CopysignBackward0",
+    integers="float", env=_COPYSIGN,
+)
+_copysign_number, CopysignBackward1 = make_binary(
+    "copysign", np.copysign, da="g * copysign_ratio(a, out, g)", db="g", node="CopysignBackward1",
+    integers="float", env=_COPYSIGN,
+)
+
+
+@ELEMENTWISE.op(nodes=(CopysignBackward0, CopysignBackward1), ufuncs=(np.copysign,))
+def copysign(input: Tensor, other: Any) -> Tensor:
+    """The magnitude of ``input`` with the sign of ``other`` (-0.0 counts as negative); integer
+    inputs give floats. ``other`` gets a zero gradient, as torch."""
+    if isinstance(other, (bool, int, float)):
+        return _copysign_number(input, other)
+    return _copysign_tensor(input, other)
 
 
 # ----- clamp -----------------------------------------------------------------------------------
@@ -708,6 +858,275 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     if needs_grad(a, b):
         record(WhereBackward0(cond, _shape(a), _shape(b)), (condition, a, b), (out,))
     return out
+
+
+# ----- lerp, addcmul, addcdiv ----------------------------------------------------------------------
+
+
+def _three_operands(op: str, names: tuple[str, str, str], *xs: Any) -> tuple[list[Any], Any]:
+    """The operands of a three-operand op (Tensors, or numbers where allowed) and their device, with
+    torch's errors for a non-operand and shapes that do not broadcast."""
+    like = next(x for x in xs if isinstance(x, Tensor))
+    ops = [x if isinstance(x, Tensor) else as_tensor_operand(x, like, op, n, i + 1) for i, (n, x) in
+           enumerate(zip(names, xs))]
+    device = common_device(*ops)
+    broadcast_shapes(*(_shape(x) for x in ops))
+    return ops, device
+
+
+class LerpBackward0(Node):
+    """``lerp(a, b, w)`` with a number ``w``: ``g * (1 - w)`` to a, ``g * w`` to b."""
+
+    __slots__ = ("weight", "a_shape", "b_shape")
+    weight: float
+    a_shape: Shape
+    b_shape: Shape
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        e = self.next_edges
+        w = self.weight
+        return (sum_to(g * (1 - w), self.a_shape) if e[0] is not None else None,
+                sum_to(g * w, self.b_shape) if e[1] is not None else None)
+
+
+class _ThreeOperandBackward(Node):
+    """The node of an op of three broadcast operands: ``grad(i, g, graph)`` is operand i's gradient
+    before it is summed back to the operand's shape (``shapes[i]``); an operand that does not
+    require grad gets None."""
+
+    __slots__ = ("shapes",)
+    shapes: tuple[Shape, ...]
+
+    def grad(self, i: int, g: Any, graph: bool) -> Any:
+        raise NotImplementedError
+
+    def apply(self, grads: list[Any]) -> tuple[Any, ...]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        return tuple(sum_to(self.grad(i, g, graph), self.shapes[i]) if edge is not None else None
+                     for i, edge in enumerate(self.next_edges))
+
+
+class LerpBackward1(_ThreeOperandBackward):
+    """``lerp(a, b, w)`` with a tensor ``w``: ``g * (1 - w)`` to a, ``g * w`` to b, ``g * (b - a)`` to w."""
+
+    __slots__ = ("a", "b", "w")
+    a: SavedOperand
+    b: SavedOperand
+    w: SavedOperand
+
+    def grad(self, i: int, g: Any, graph: bool) -> Any:
+        if i == 2:
+            return g * (_saved_value(self, self.b, graph) - _saved_value(self, self.a, graph))
+        w = _saved_value(self, self.w, graph)
+        return g * (1 - w) if i == 0 else g * w
+
+
+def _lerp_values(a: np.ndarray, b: np.ndarray, w: Any) -> np.ndarray:
+    """torch's lerp kernel: from ``a`` below ``w = 0.5``, from ``b`` above, so both ends are exact."""
+    diff = b - a
+    small = np.abs(w) < 0.5
+    return np.where(small, a + w * diff, b - diff * (1 - w))
+
+
+@ELEMENTWISE.op(nodes=(LerpBackward0, LerpBackward1))
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    """``input + weight * (end - input)``, broadcast; ``weight`` is a number or a tensor (differentiable).
+    ``input``, ``end`` (and a weight tensor with dims) must share one floating dtype, as torch."""
+    number = isinstance(weight, (int, float)) and not isinstance(weight, bool)
+    (a, b, *rest), device = _three_operands("lerp", ("input", "end", "weight"), input, end,
+                                            *(() if number else (weight,)))
+    dt = a._data.dtype
+    checks = [(b, "end")] if number or not rest[0]._data.ndim else [(b, "end"), (rest[0], "weight")]
+    for x, name in checks:  # a 0-d weight tensor may have another dtype, as in torch
+        if x._data.dtype != dt:
+            raise RuntimeError(
+                f"expected dtype {_dtype_word(dt)} for `{name}` but got dtype {_dtype_word(x._data.dtype)}"
+            )
+    if dt.kind not in "fc":
+        kind = "scalar" if number else "tensor"
+        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for \'{torch_dtype_name(dt)}\'')
+    w = weight if number else rest[0]
+    wd = w if number else w._data.astype(dt, copy=False)
+    out = wrap(np.asarray(_lerp_values(a._data, b._data, wd)).astype(dt, copy=False), device)
+    if needs_grad(a, b, w):
+        node: Node
+        if number:
+            node = LerpBackward0(float(w), _shape(a), _shape(b))
+            record(node, (a, b), (out,))
+        else:
+            node = LerpBackward1((_shape(a), _shape(b), _shape(w)), save(a) if w._requires_grad else 0,
+                                 save(b) if w._requires_grad else 0,
+                                 save(w) if a._requires_grad or b._requires_grad else 0)
+            record(node, (a, b, w), (out,))
+    return out
+
+
+def _dtype_word(dt: np.dtype) -> str:
+    """torch's lower-case dtype word in some messages (``float``, ``double``, ``long``)."""
+    return {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long", "int32": "int",
+            "bool": "bool"}.get(np.dtype(dt).name, str(dt))
+
+
+class AddcmulBackward0(_ThreeOperandBackward):
+    """``input + value * t1 * t2``: ``g`` to input, ``g * t2 * value`` to t1, ``g * t1 * value`` to t2."""
+
+    __slots__ = ("t1", "t2", "value")
+    t1: SavedOperand
+    t2: SavedOperand
+    value: Any
+
+    def grad(self, i: int, g: Any, graph: bool) -> Any:
+        if i == 0:
+            return g
+        return g * (_saved_value(self, self.t2 if i == 1 else self.t1, graph) * self.value)
+
+
+class AddcdivBackward0(AddcmulBackward0):
+    """``input + value * t1 / t2``: ``g`` to input, ``g * value / t2`` to t1, ``-g * value * t1 / t2**2`` to t2."""
+
+    __slots__ = ()
+
+    def grad(self, i: int, g: Any, graph: bool) -> Any:
+        if i == 0:
+            return g
+        t2 = _saved_value(self, self.t2, graph)
+        if i == 1:
+            return g * (self.value / t2)
+        return -g * (self.value * _saved_value(self, self.t1, graph) / (t2 * t2))
+
+
+def _addc(op: str, input: Any, tensor1: Any, tensor2: Any, value: Any, node_cls: type[AddcmulBackward0]) -> Tensor:
+    (x, t1, t2), device = _three_operands(op, ("input", "tensor1", "tensor2"), input, tensor1, tensor2)
+    dtype = _result_type(x, t1, t2)
+    if op == "addcdiv" and t1._data.dtype.kind in "biu" and t2._data.dtype.kind in "biu":
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + "
+            "value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * "
+            "tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes."
+        )
+    if dtype.kind in "biu":
+        if isinstance(value, float):
+            value = int(value)  # torch converts the value to the integer type
+    elif dtype.kind == "f" and isinstance(value, complex):
+        raise RuntimeError(f"{op}: a complex value needs a complex result, got {dtype}")
+    xd, d1, d2 = (t._data.astype(dtype, copy=False) for t in (x, t1, t2))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        prod = d1 * d2 if op == "addcmul" else d1 / d2
+        res = xd + (prod * value if value != 1 else prod)
+    out = wrap(np.asarray(res).astype(dtype, copy=False), device)
+    if needs_grad(x, t1, t2):
+        t2_read = t1._requires_grad or (t2._requires_grad and node_cls is AddcdivBackward0)
+        node = node_cls((_shape(x), _shape(t1), _shape(t2)), save(t1) if t2._requires_grad else 0,
+                        save(t2) if t2_read else 0, value)
+        record(node, (x, t1, t2), (out,))
+    return out
+
+
+@ELEMENTWISE.op(nodes=(AddcmulBackward0,))
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 * tensor2``, broadcast, with torch's type promotion."""
+    return _addc("addcmul", input, tensor1, tensor2, value, AddcmulBackward0)
+
+
+@ELEMENTWISE.op(nodes=(AddcdivBackward0,))
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    """``input + value * tensor1 / tensor2``, broadcast; integer ``tensor1`` and ``tensor2`` are refused (as torch)."""
+    return _addc("addcdiv", input, tensor1, tensor2, value, AddcdivBackward0)
+
+
+# ----- nan_to_num, heaviside, isclose, allclose ------------------------------------------------------
+
+
+class NanToNumBackward0(Node):
+    """``g`` where the input was finite, 0 where it was NaN or infinite (a constant mask)."""
+
+    __slots__ = ("finite",)
+    finite: np.ndarray
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        mask = self.finite.astype(g.dtype)
+        return (g * (Tensor._wrap(mask, g._device) if g.__class__ is Tensor else mask),)
+
+
+def _np_nan_to_num(x: Tensor, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Tensor:
+    return nan_to_num(x, nan, posinf, neginf)
+
+
+@ELEMENTWISE.op(nodes=(NanToNumBackward0,), functions=((np.nan_to_num, _np_nan_to_num),))
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Tensor:
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the dtype's
+    largest and smallest finite values); integer inputs are copied. The gradient passes where the
+    input was finite."""
+    xd = input._data
+    if xd.dtype.kind not in "fc":
+        return wrap(xd.copy(), input._device)
+    info = np.finfo(xd.dtype)
+    res = np.nan_to_num(xd, nan=nan, posinf=info.max if posinf is None else posinf,
+                        neginf=info.min if neginf is None else neginf)
+    out = wrap(res, input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(NanToNumBackward0(np.isfinite(xd)), input, out)
+    return out
+
+
+@ELEMENTWISE.op(nodes=(NotImplementedBackward,), ufuncs=(np.heaviside,))
+def heaviside(input: Tensor, values: Tensor) -> Tensor:
+    """The step function: 0 where ``input < 0``, ``values`` where it is 0, 1 where it is positive
+    (NaN gives 0, as torch). Both must have one dtype; no derivative (a backward through it raises)."""
+    a, b, ad, bd, device = prep_operands(input, values, "heaviside", "values")
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise operand_error("heaviside", "values" if isinstance(a, Tensor) else "input",
+                            2 if isinstance(a, Tensor) else 1, values if isinstance(a, Tensor) else input)
+    if ad.dtype != bd.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    out = wrap(np.where(ad == 0, bd, ad > 0).astype(ad.dtype, copy=False), device)
+    if needs_grad(a, b):
+        record(NotImplementedBackward("heaviside"), (a, b), (out,))
+    return out
+
+
+def _close(op: str, input: Any, other: Any, rtol: float, atol: float, equal_nan: bool) -> np.ndarray:
+    check_operand(input, op, "input", 1)
+    check_operand(other, op, "other", 2)
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        bad, name, pos = (input, "input", 1) if not isinstance(input, Tensor) else (other, "other", 2)
+        raise operand_error(op, name, pos, bad)
+    common_device(input, other)
+    ad, bd = input._data, other._data
+    if ad.dtype != bd.dtype:
+        raise RuntimeError(f"{torch_dtype_name(ad.dtype)} did not match {torch_dtype_name(bd.dtype)}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+    broadcast_shapes(ad.shape, bd.shape)
+    close = ad == bd  # also infinities of one sign
+    if ad.dtype.kind == "b":
+        return close
+    if equal_nan and ad.dtype.kind in "fc":
+        close = close | (np.isnan(ad) & np.isnan(bd))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(ad - bd) if ad.dtype.kind in "fc" else np.abs(ad.astype(np.float64) - bd)
+        allowed = atol + rtol * np.abs(bd)
+        return close | (np.isfinite(err) & (err <= allowed))
+
+
+@ELEMENTWISE.op(functions=(np.isclose,))
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> Tensor:
+    """Where ``|input - other| <= atol + rtol * |other|`` (equal values, infinities included, always;
+    NaNs only with ``equal_nan``): a bool tensor. Both must have one dtype, as torch."""
+    return wrap(_close("isclose", input, other, rtol, atol, equal_nan), input._device)
+
+
+@ELEMENTWISE.op(functions=(np.allclose,))
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether ``isclose`` holds everywhere: a Python bool."""
+    return bool(np.all(_close("allclose", input, other, rtol, atol, equal_nan)))
 
 
 # ----- gelu, softplus --------------------------------------------------------------------------

@@ -37,6 +37,8 @@ import numpy as np
 from ..autograd.graph import Node, Shape, record, sum_to
 from ..tensor import Tensor
 from . import elementwise as _ew
+from . import scan as _scan
+from . import special as _special
 from ._common import check_operand, needs_grad
 from ._table import OpTable
 from .diagonal import DIAGONAL
@@ -321,11 +323,38 @@ def mul_(self: Tensor, other: Any) -> Tensor:
 
 def _rounded_inplace(self: Tensor, other: Any, op: str, outofplace: Callable[[Any, Any], Tensor]) -> Tensor:
     """An in-place op whose rule does not read the old value (div_ with a rounding mode, //=, %=)."""
+    return _computed_inplace(self, (other,), op, outofplace)
+
+
+def _computed_inplace(self: Tensor, operands: tuple[Any, ...], op: str, outofplace: Callable[..., Tensor],
+                      saves_self: bool = False, names: tuple[str, ...] = ("other",), **kwargs: Any) -> Tensor:
+    """``self = outofplace(self, *operands, **kwargs)`` in place: without a graph the result is computed
+    out of place and copied in (a float result refused for an integer tensor); with one, the
+    out-of-place op's node is the tensor's new ``grad_fn`` (NOTE [In-place ops])."""
 
     def nograd(d: np.ndarray) -> None:
-        np.copyto(d, outofplace(Tensor._wrap(d), _other(other, self))._data, casting="same_kind")
+        me = Tensor._wrap(d)
+        res = outofplace(me, *(me if o is self else _other(o, self) for o in operands), **kwargs)._data
+        if not np.can_cast(res.dtype, d.dtype, casting="same_kind"):
+            raise TypeError(f"result type {res.dtype} can't be cast to the desired output type {d.dtype}")
+        np.copyto(d, res, casting="same_kind")
 
-    return _inplace(self, (other,), lambda a: outofplace(a, a if other is self else other), nograd, op=op)
+    def graph(a: Tensor) -> Tensor:
+        return outofplace(a, *(a if o is self else o for o in operands), **kwargs)
+
+    return _inplace(self, operands, graph, nograd, saves_self=saves_self, op=op, names=names[: len(operands)])
+
+
+def _binary_inplace(name: str, op: Callable[..., Tensor], saves_self: bool,
+                    names: tuple[str, ...] = ("other",)) -> Callable[..., Tensor]:
+    """The in-place method ``name`` of the op ``op(self, *operands, **kwargs)``."""
+
+    def method(self: Tensor, *operands: Any, **kwargs: Any) -> Tensor:
+        return _computed_inplace(self, operands, name, op, saves_self, names, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"In-place {name[:-1]}: ``self`` becomes ``{name[:-1]}(self, ...)``."
+    return method
 
 
 @INPLACE.op(nodes=_nodes("div"), aliases=("divide_", "true_divide_"), operators=("__itruediv__",), export=False)
@@ -352,7 +381,8 @@ def floor_divide_(self: Tensor, other: Any) -> Tensor:
 @INPLACE.op(nodes=_nodes("remainder"), operators=("__imod__",), export=False)
 def remainder_(self: Tensor, other: Any) -> Tensor:
     """``self %= other`` in place."""
-    return _rounded_inplace(self, other, "remainder_", _ew.remainder)
+    # a tensor ``other``'s gradient reads the old value (floor(self / other)): saved as a copy
+    return _computed_inplace(self, (other,), "remainder_", _ew.remainder, saves_self=_requires(other))
 
 
 @INPLACE.op(nodes=_nodes("pow"), operators=("__ipow__",), export=False)
@@ -410,12 +440,53 @@ def _unary_inplace(name: str, op: Callable[[Tensor], Tensor], saves_self: bool) 
     return method
 
 
-# The in-place twin of each elementwise op whose row asks for one (``inplace=True``);
-# "copy": its rule reads the input, so the old value is copied first.
-for _op in _ew.ELEMENTWISE:
+# The in-place twin of each elementwise op whose row asks for one (``inplace=True``), and of
+# its aliases (``arcsin_``); "copy": its rule reads the input, so the old value is copied first.
+for _op in (*_ew.ELEMENTWISE, *_special.SPECIAL):
     if _op.inplace:
-        INPLACE.op(nodes=_op.nodes, export=False)(_unary_inplace(_op.name + "_", _op.fn, _op.inplace == "copy"))
+        INPLACE.op(nodes=_op.nodes, aliases=tuple(a + "_" for a in _op.aliases), export=False)(
+            _unary_inplace(_op.name + "_", _op.fn, _op.inplace == "copy"))
 square_ = INPLACE.op(nodes=_nodes("square"), export=False)(_unary_inplace("square_", _ew.square, True))
+
+
+def _register_binary_inplace(op: Any, saves_self: bool, names: tuple[str, ...] = ("other",)) -> Any:
+    """Register ``<op>_`` (and ``<alias>_``) for a two- or three-operand op of the elementwise families."""
+    name = op.__name__ + "_"
+    row = _ew.ELEMENTWISE[op.__name__] if op.__name__ in _ew.ELEMENTWISE else _special.SPECIAL[op.__name__]
+    return INPLACE.op(nodes=row.nodes, aliases=tuple(a + "_" for a in row.aliases), export=False)(
+        _binary_inplace(name, row.fn, saves_self, names))
+
+
+# saves_self: the op's rule reads the old value (atan2's, xlogy's), so it is copied first
+atan2_ = _register_binary_inplace(_ew.atan2, True)
+hypot_ = _register_binary_inplace(_ew.hypot, True)
+copysign_ = _register_binary_inplace(_ew.copysign, True)
+fmod_ = _register_binary_inplace(_ew.fmod, True)
+heaviside_ = _register_binary_inplace(_ew.heaviside, False, ("values",))
+lerp_ = _register_binary_inplace(_ew.lerp, True, ("end", "weight"))
+addcmul_ = _register_binary_inplace(_ew.addcmul, False, ("tensor1", "tensor2"))
+addcdiv_ = _register_binary_inplace(_ew.addcdiv, False, ("tensor1", "tensor2"))
+nan_to_num_ = _register_binary_inplace(_ew.nan_to_num, True, ())
+xlogy_ = _register_binary_inplace(_special.xlogy, True)
+logit_ = _register_binary_inplace(_special.logit, True, ())
+
+
+@INPLACE.op(nodes=_scan.SCAN["cumsum"].nodes, export=False)
+def cumsum_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """In-place ``cumsum(self, dim)``."""
+    return _computed_inplace(self, (), "cumsum_", lambda a: _scan.cumsum(a, dim, dtype=dtype), False, ())
+
+
+@INPLACE.op(nodes=_scan.SCAN["cumprod"].nodes, export=False)
+def cumprod_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """In-place ``cumprod(self, dim)``."""
+    return _computed_inplace(self, (), "cumprod_", lambda a: _scan.cumprod(a, dim, dtype=dtype), True, ())
+
+
+@INPLACE.op(nodes=_special.SPECIAL["polygamma"].nodes, export=False)
+def polygamma_(self: Tensor, n: int) -> Tensor:
+    """In-place ``polygamma(n, self)``."""
+    return _computed_inplace(self, (), "polygamma_", _special.polygamma_inplace_op(n), True, ())
 
 
 # ----- fill / zero / copy ------------------------------------------------------------------

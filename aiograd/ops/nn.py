@@ -24,6 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..autograd.graph import Node, Saved, SavedArray, Shape, link_one, record, save, save_output, unpack
 from ..tensor import Tensor, _generator
 from ._common import grad_enabled, needs_grad, wrap
+from ._common import torch_dtype_name as _torch_dtype_name
 from ._table import OpTable
 from .shape import _wrap_dim, int_tuple
 
@@ -45,13 +46,6 @@ def _float_input(x: Tensor, op: str) -> np.ndarray:
     if d.dtype.kind not in "fc":
         raise RuntimeError(f'"{op}" not implemented for \'{_torch_dtype_name(d.dtype)}\'')
     return d
-
-
-def _torch_dtype_name(dt: np.dtype) -> str:
-    return {
-        "float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-        "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-    }.get(np.dtype(dt).name, str(dt))
 
 
 # ----- softmax / log_softmax ------------------------------------------------------------

@@ -8,13 +8,15 @@ written in numpy terms work on Tensors (NOTE [One rule for both modes]).
 from __future__ import annotations
 
 import builtins
-from typing import Any, NamedTuple
+import math
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
+from .. import return_types
+from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
 from ..tensor import Tensor, _resolve_dtype, get_default_dtype
-from ._common import grad_enabled, wrap
+from ._common import grad_enabled, torch_dtype_name, wrap
 from ._table import OpTable
 from .elementwise import maximum, minimum, where
 
@@ -246,32 +248,29 @@ def prod(
 # ----- max / min / amax / amin / argmax / argmin ------------------------------------------
 
 
-class _ValuesIndices(NamedTuple):
-    values: Tensor
-    indices: Tensor
+def _tie_weights(xd: np.ndarray, rk: np.ndarray, dims: tuple[int, ...] | None, dtype: Any,
+                 nan_ties: bool = True) -> np.ndarray:
+    """1/count at every element equal to its group's extremum, else 0.
 
-
-class max_return(_ValuesIndices):
-    """``(values, indices)`` of ``max(input, dim)`` (torch.return_types.max)."""
-
-
-class min_return(_ValuesIndices):
-    """``(values, indices)`` of ``min(input, dim)`` (torch.return_types.min)."""
-
-
-def _tie_weights(xd: np.ndarray, rk: np.ndarray, dims: tuple[int, ...] | None, dtype: Any) -> np.ndarray:
-    """1/count at every element equal to its group's extremum (NaN counts as equal to a NaN result), else 0."""
+    NOTE [NaN extrema]: torch's two rules differ at a NaN extremum. max()/min()/median()
+    share the gradient among the NaN elements (``nan_ties``: evenly_distribute_backward);
+    amax/amin/aminmax count the elements equal to the result, none for NaN, and so divide
+    0 by 0: NaN for the whole group (scale_grad_by_count). Both are kept, as torch's.
+    """
     mask = xd == rk
-    nan = np.isnan(rk) if rk.dtype.kind in "fc" else None
-    if nan is not None and nan.any():
-        mask |= np.isnan(xd) & nan
+    if nan_ties and rk.dtype.kind in "fc":
+        nan = np.isnan(rk)
+        if nan.any():
+            mask |= np.isnan(xd) & nan
     w = mask.astype(dtype)
     count = w.sum(axis=dims, keepdims=True)
-    return w / count  # type: ignore[no-any-return]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return w / count
 
 
 class AmaxBackward0(Node):
-    """Gradient of amax/amin (and of max()/min() without dim): shared evenly among tied extrema."""
+    """Gradient of amax/amin (and of max()/min() without dim): shared evenly among tied extrema
+    (NOTE [NaN extrema])."""
 
     __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
     x: Saved
@@ -279,6 +278,7 @@ class AmaxBackward0(Node):
     in_shape: Shape
     dims: Dims
     keepdim: bool
+    nan_ties: ClassVar[bool] = False
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -286,7 +286,7 @@ class AmaxBackward0(Node):
         xd = unpack(self, self.x, False)
         rd = unpack(self, self.result, False)
         kshape = _keep_shape(self.in_shape, self.dims)
-        w: Any = _tie_weights(xd, rd.reshape(kshape), self.dims, g.dtype)
+        w: Any = _tie_weights(xd, rd.reshape(kshape), self.dims, g.dtype, self.nan_ties)
         gk = g if self.keepdim else g.reshape(kshape)
         if graph:
             w = Tensor._wrap(w, g._device)
@@ -301,9 +301,10 @@ class MaxBackward1(AmaxBackward0):
     """max() over all elements (torch's evenly_distribute_backward)."""
 
     __slots__ = ()
+    nan_ties: ClassVar[bool] = True
 
 
-class MinBackward1(AmaxBackward0):
+class MinBackward1(MaxBackward1):
     __slots__ = ()
 
 
@@ -348,8 +349,59 @@ def amin(input: Tensor, dim: Any = (), keepdim: bool = False, *, axis: Any = Non
     return _amax_like("amin", np.min, AminBackward0, input, dim, keepdim)
 
 
+class AminmaxBackward0(Node):
+    """``aminmax``'s one node for its two results: each extremum's gradient shared evenly among the
+    elements equal to it (NaN with NaN), as amin's and amax's."""
+
+    __slots__ = ("x", "in_shape", "dims", "keepdim", "min", "max")
+    x: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
+    min: Saved
+    max: Saved
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        xd = unpack(self, self.x, False)
+        kshape = _keep_shape(self.in_shape, self.dims)
+        gi: Any = None
+        for g, saved in zip(grads, (self.min, self.max)):
+            if g is None:
+                continue
+            w: Any = _tie_weights(xd, unpack(self, saved, False).reshape(kshape), self.dims, g.dtype, False)
+            if g.__class__ is Tensor:
+                w = Tensor._wrap(w, g._device)
+            part = (g if self.keepdim else g.reshape(kshape)) * w
+            gi = part if gi is None else gi + part
+        return (gi,)
+
+
+@REDUCE.op(nodes=(AminmaxBackward0,))
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False) -> return_types.aminmax:
+    """``(min, max)`` over ``dim`` (all elements by default) in one call; ties share each gradient."""
+    xd = input._data
+    if dim is not None and not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    dims = normalize_dims(dim, xd.ndim)
+    if dim is None and xd.size == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
+    if dims is not None and xd.shape[dims[0]] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
+    keep = keepdim and (dim is not None or xd.ndim > 0)
+    lo = wrap(np.asarray(np.min(xd, axis=dims, keepdims=keep)), input._device)
+    hi = wrap(np.asarray(np.max(xd, axis=dims, keepdims=keep)), input._device)
+    if input._requires_grad and grad_enabled():
+        node = AminmaxBackward0(save(input), xd.shape, dims, keep, None, None)
+        record(node, (input,), (lo, hi))
+        node.min, node.max = save_output(lo), save_output(hi)  # after record: their output numbers
+    return return_types.aminmax(lo, hi)
+
+
 class MaxBackward0(Node):
-    """Gradient of max(dim)/min(dim): all of it to the position in ``indices``."""
+    """Gradient of an op that selects elements along ``dim`` (max(dim), min(dim), and topk, sort,
+    kthvalue, median, mode): each output's gradient to the position in ``indices`` it came from
+    (torch's value_selecting_reduction_backward)."""
 
     __slots__ = ("indices", "in_shape", "dim", "keepdim")
     indices: np.ndarray
@@ -361,15 +413,14 @@ class MaxBackward0(Node):
         g = grads[0]
         dim = self.dim
         idx = self.indices
-        if not self.keepdim and self.in_shape:
-            idx = np.expand_dims(idx, dim)
-            g = np.expand_dims(g, dim) if g.__class__ is not Tensor else g.unsqueeze(dim)
         if not self.in_shape:
             return (g,)
-        if g.__class__ is Tensor:
-            mask = np.zeros(self.in_shape, dtype=g.dtype)
-            np.put_along_axis(mask, idx, 1, axis=dim)
-            return (np.broadcast_to(g, self.in_shape) * Tensor._wrap(mask, g._device),)
+        if not self.keepdim:
+            idx = np.expand_dims(idx, dim)
+            g = np.expand_dims(g, dim) if g.__class__ is not Tensor else g.unsqueeze(dim)
+        if g.__class__ is Tensor:  # differentiable in g: scatter's gradient gathers it back
+            zeros = Tensor._wrap(np.zeros(self.in_shape, dtype=g.dtype), g._device)
+            return (zeros.scatter(dim, idx, g),)
         out = np.zeros(self.in_shape, dtype=g.dtype)
         np.put_along_axis(out, idx, g, axis=dim)
         return (out,)
@@ -440,13 +491,13 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``max(input)``: the largest element (0-d; ties share the gradient evenly).
     ``max(input, dim, keepdim=False)``: ``(values, indices)``, the gradient goes to ``indices``.
     ``max(input, other)``: ``maximum``."""
-    return _max_min("max", np.max, _argmax, MaxBackward1, MaxBackward0, max_return, input, dim, keepdim)
+    return _max_min("max", np.max, _argmax, MaxBackward1, MaxBackward0, return_types.max, input, dim, keepdim)
 
 
 @REDUCE.op(nodes=(MinBackward0, MinBackward1))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``min(input)``, ``min(input, dim, keepdim=False) -> (values, indices)``, ``min(input, other)``."""
-    return _max_min("min", np.min, _argmin, MinBackward1, MinBackward0, min_return, input, dim, keepdim)
+    return _max_min("min", np.min, _argmin, MinBackward1, MinBackward0, return_types.min, input, dim, keepdim)
 
 
 @REDUCE.op(functions=(np.argmax,))
@@ -467,6 +518,73 @@ def argmin(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any =
 
 
 
+# ----- nansum, nanmean, count_nonzero -------------------------------------------------------------
+
+
+class NansumBackward0(Node):
+    """``g`` where the input was not NaN, 0 where it was (a constant mask)."""
+
+    __slots__ = ("kept", "in_shape", "dims", "keepdim")
+    kept: np.ndarray
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        mask: Any = self.kept.astype(g.dtype)
+        if g.__class__ is Tensor:
+            mask = Tensor._wrap(mask, g._device)
+        return (expand_reduced(g, self.in_shape, self.dims, self.keepdim) * mask,)
+
+
+def _np_nansum(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+               **kw: Any) -> Tensor:
+    return nansum(a, axis, keepdims, dtype=dtype)
+
+
+@REDUCE.op(nodes=(NansumBackward0,), functions=((np.nansum, _np_nansum),))
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """``sum`` with NaN counted as 0 (bool and integer inputs give int64, as ``sum``)."""
+    xd = input._data
+    dims = normalize_dims(dim, xd.ndim)
+    out = _accumulating_reduction(np.nansum, input, dims, keepdim, dtype)
+    if input._requires_grad and grad_enabled() and out._data.dtype.kind in "fc":
+        link_one(NansumBackward0(~np.isnan(xd), xd.shape, dims, keepdim), input, out)
+    return out
+
+
+def _np_nanmean(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+                **kw: Any) -> Tensor:
+    return nanmean(a, axis, keepdims, dtype=dtype)
+
+
+@REDUCE.op(functions=((np.nanmean, _np_nanmean),))
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The mean of the non-NaN elements over ``dim`` (NaN where all are NaN): ``nansum`` over the
+    count of non-NaN elements, as torch composes it; floating inputs only."""
+    xd = input._data
+    if xd.dtype.kind not in "fc":
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {torch_dtype_name(xd.dtype)}"
+        )
+    dims = normalize_dims(dim, xd.ndim)
+    total = nansum(input, dim, keepdim, dtype=dtype)
+    count = np.sum(~np.isnan(xd), axis=dims, keepdims=keepdim).astype(total._data.dtype)
+    return total / Tensor._wrap(np.asarray(count), input._device)
+
+
+def _np_count_nonzero(a: Tensor, axis: Any = None, *, keepdims: bool = False) -> Tensor:
+    return count_nonzero(a, axis)
+
+
+@REDUCE.op(functions=((np.count_nonzero, _np_count_nonzero),))
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    """The number of nonzero elements over ``dim`` (an int or a tuple; all by default): int64."""
+    xd = input._data
+    return wrap(np.asarray(np.count_nonzero(xd, axis=normalize_dims(dim, xd.ndim)), dtype=np.int64), input._device)
+
+
 # ----- var / std ------------------------------------------------------------------------
 
 
@@ -482,6 +600,33 @@ def _correction(name: str, dim: Any, unbiased: Any, correction: Any) -> tuple[An
     return dim, float(correction)
 
 
+def _var_grad(node: Any, g: Any, x: Any) -> Any:
+    """``g * 2 (x - mean) / (N - correction)`` (``node.factor`` is the constant)."""
+    gk = g if node.keepdim or not node.in_shape else g.reshape(_keep_shape(node.in_shape, node.dims))
+    centered = x - x.mean(axis=node.dims, keepdims=True)
+    return gk * (centered * node.factor)
+
+
+def _std_grad(node: Any, g: Any, x: Any, r: Any, graph: bool) -> Any:
+    """``g * (x - mean) / ((N - correction) * std)``, 0 where std is 0 (as torch)."""
+    kshape = _keep_shape(node.in_shape, node.dims)
+    gk = g if node.keepdim or not node.in_shape else g.reshape(kshape)
+    rk = r if node.keepdim or not node.in_shape else r.reshape(kshape)
+    rd = rk._data if graph else rk
+    zero = rd == 0
+    if zero.any():
+        mask = np.broadcast_to(zero, gk.shape)
+        gk = where(mask, 0.0, gk) if graph else np.where(mask, 0, gk).astype(g.dtype, copy=False)
+        rk = where(zero, 1.0, rk) if graph else np.where(zero, 1, rk).astype(rd.dtype, copy=False)
+    centered = x - x.mean(axis=node.dims, keepdims=True)
+    return gk / rk * (centered * node.factor)
+
+
+def _mean_grad(node: Any, g: Any) -> Any:
+    """The mean's gradient ``g / N``, broadcast back to the input."""
+    return expand_reduced(g / node.count, node.in_shape, node.dims, node.keepdim)
+
+
 class VarBackward0(Node):
     """``g * 2 (x - mean) / (N - correction)``."""
 
@@ -494,10 +639,7 @@ class VarBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
-        x = unpack(self, self.x, g.__class__ is Tensor)
-        gk = g if self.keepdim or not self.in_shape else g.reshape(_keep_shape(self.in_shape, self.dims))
-        centered = x - x.mean(axis=self.dims, keepdims=True)
-        return (gk * (centered * self.factor),)
+        return (_var_grad(self, g, unpack(self, self.x, g.__class__ is Tensor)),)
 
 
 class StdBackward0(Node):
@@ -514,45 +656,95 @@ class StdBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        x = unpack(self, self.x, graph)
-        r = unpack(self, self.result, graph)
-        kshape = _keep_shape(self.in_shape, self.dims)
-        gk = g if self.keepdim or not self.in_shape else g.reshape(kshape)
-        rk = r if self.keepdim or not self.in_shape else r.reshape(kshape)
-        rd = rk._data if graph else rk
-        zero = rd == 0
-        if zero.any():
-            mask = np.broadcast_to(zero, gk.shape)
-            gk = where(mask, 0.0, gk) if graph else np.where(mask, 0, gk).astype(g.dtype, copy=False)
-            rk = where(zero, 1.0, rk) if graph else np.where(zero, 1, rk).astype(rd.dtype, copy=False)
-        centered = x - x.mean(axis=self.dims, keepdims=True)
-        return (gk / rk * (centered * self.factor),)
+        return (_std_grad(self, g, unpack(self, self.x, graph), unpack(self, self.result, graph), graph),)
+
+
+class VarMeanBackward0(Node):
+    """``var_mean``'s one node for its two results: the variance's gradient plus the mean's."""
+
+    __slots__ = ("x", "in_shape", "dims", "keepdim", "factor", "count")
+    x: Saved
+    in_shape: Shape
+    dims: Dims
+    keepdim: bool
+    factor: float
+    count: int
+
+    def moment_grad(self, g: Any, graph: bool) -> Any:
+        return _var_grad(self, g, unpack(self, self.x, graph))
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g_moment, g_mean = grads
+        gi = None
+        if g_moment is not None:
+            gi = self.moment_grad(g_moment, g_moment.__class__ is Tensor)
+        if g_mean is not None:
+            part = _mean_grad(self, g_mean)
+            gi = part if gi is None else gi + part
+        return (gi,)
+
+
+class StdMeanBackward0(VarMeanBackward0):
+    """``std_mean``'s one node for its two results: the standard deviation's gradient plus the mean's."""
+
+    __slots__ = ("result",)
+    result: Saved
+
+    def moment_grad(self, g: Any, graph: bool) -> Any:
+        return _std_grad(self, g, unpack(self, self.x, graph), unpack(self, self.result, graph), graph)
+
+
+def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any,
+             take_sqrt: bool) -> tuple[np.ndarray, np.ndarray, Dims, int, float]:
+    """(var or std, mean, dims, N, the gradient's constant) of ``input`` over ``dim``."""
+    dim, corr = _correction(name, dim, unbiased, correction)
+    xd = input._data
+    if xd.dtype.kind not in "fc":
+        what = f"{name} only support" if name.endswith("_mean") else f"{name}(): std and var only support"
+        raise RuntimeError(f"{what} floating point and complex dtypes")
+    dims = normalize_dims(dim, xd.ndim)
+    n = _count(xd.shape, dims)
+    denom = _builtin_max(n - corr, 0.0)  # torch divides by max(N - correction, 0): inf or nan below that
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = xd.mean(axis=dims, keepdims=True)
+        c = xd - mean
+        res = np.sum(c * c, axis=dims, keepdims=keepdim) / np.float64(denom)
+        if take_sqrt:
+            res = np.sqrt(res)
+    if not keepdim:
+        mean = mean.reshape(np.shape(res))
+    factor = (1.0 if take_sqrt else 2.0) / denom if denom > 0 else np.inf
+    return (np.asarray(res).astype(xd.dtype, copy=False), np.asarray(mean).astype(xd.dtype, copy=False), dims, n,
+            factor)
 
 
 def _var_std(
     name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any, take_sqrt: bool
 ) -> Tensor:
-    dim, corr = _correction(name, dim, unbiased, correction)
+    res, _, dims, _, factor = _moments(name, input, dim, unbiased, keepdim, correction, take_sqrt)
     xd = input._data
-    if xd.dtype.kind not in "fc":
-        raise RuntimeError(f"{name}(): std and var only support floating point and complex dtypes, got {xd.dtype}")
-    dims = normalize_dims(dim, xd.ndim)
-    n = _count(xd.shape, dims)
-    denom = _builtin_max(n - corr, 0.0)  # torch divides by max(N - correction, 0): inf or nan below that
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = xd - xd.mean(axis=dims, keepdims=True)
-        res = np.sum(c * c, axis=dims, keepdims=keepdim) / np.float64(denom)
-        if take_sqrt:
-            res = np.sqrt(res)
-    out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
+    out = wrap(res, input._device)
     if input._requires_grad and grad_enabled():
-        factor = (1.0 if take_sqrt else 2.0) / denom if denom > 0 else np.inf
         node: Node = (
             StdBackward0(save(input), save_output(out), xd.shape, dims, keepdim, factor) if take_sqrt
             else VarBackward0(save(input), xd.shape, dims, keepdim, factor)
         )
         link_one(node, input, out)
     return out
+
+
+def _var_std_mean(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any,
+                  take_sqrt: bool) -> tuple[Tensor, Tensor]:
+    res, mean, dims, n, factor = _moments(name, input, dim, unbiased, keepdim, correction, take_sqrt)
+    xd = input._data
+    out, mean_out = wrap(res, input._device), wrap(mean, input._device)
+    if input._requires_grad and grad_enabled():
+        node: Node = (
+            StdMeanBackward0(save(input), xd.shape, dims, keepdim, factor, n, save_output(out)) if take_sqrt
+            else VarMeanBackward0(save(input), xd.shape, dims, keepdim, factor, n)
+        )
+        record(node, (input,), (out, mean_out))
+    return out, mean_out
 
 
 def _np_var(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
@@ -583,6 +775,20 @@ def std(
     """Standard deviation over ``dim`` (``correction`` and legacy ``unbiased`` as in ``var``)."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     return _var_std("std", input, dim, unbiased, keepdim, correction, True)
+
+
+@REDUCE.op(nodes=(VarMeanBackward0,), method=False)
+def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """``(var, mean)`` over ``dim`` in one pass (``correction`` and legacy ``unbiased`` as in ``var``)."""
+    return _var_std_mean("var_mean", input, dim, unbiased, keepdim, correction, False)
+
+
+@REDUCE.op(nodes=(StdMeanBackward0,), method=False)
+def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    """``(std, mean)`` over ``dim`` in one pass (``correction`` and legacy ``unbiased`` as in ``var``)."""
+    return _var_std_mean("std_mean", input, dim, unbiased, keepdim, correction, True)
 
 
 # ----- logsumexp ---------------------------------------------------------------------------
@@ -641,70 +847,174 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
 
 @REDUCE.op(functions=(np.all,))
 def all(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
-    """Whether every element (along ``dim``) is true; a bool tensor, not differentiable."""
+    """Whether every element (along ``dim``) is true: a bool tensor (uint8 for uint8 input, as torch)."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     xd = input._data
-    return wrap(np.all(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim), input._device)
+    res = np.all(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim)
+    return wrap(np.asarray(res, dtype=np.uint8 if xd.dtype == np.uint8 else bool), input._device)
 
 
 @REDUCE.op(functions=(np.any,))
 def any(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None, keepdims: Any = None) -> Tensor:
-    """Whether some element (along ``dim``) is true; a bool tensor, not differentiable."""
+    """Whether some element (along ``dim``) is true: a bool tensor (uint8 for uint8 input, as torch)."""
     dim, keepdim = _pick(dim, axis, keepdim, keepdims)
     xd = input._data
-    return wrap(np.any(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim), input._device)
+    res = np.any(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim)
+    return wrap(np.asarray(res, dtype=np.uint8 if xd.dtype == np.uint8 else bool), input._device)
 
 
 # ----- norm ---------------------------------------------------------------------------------
+# NOTE [Norm primitives]: ``vector_norm`` (one node, LinalgVectorNormBackward0, for every ord,
+# as torch) and ``matrix_norm`` are the primitives ``norm`` is made of. aiograd.linalg (the
+# linalg family) is to own them; until it does, these are their stand-ins, and ``norm``
+# should then call that family's instead (its public behaviour is torch.norm's either way).
+
+
+def _ord_text(ord: float) -> str:
+    """``ord`` as torch prints it (``inf``, ``-1``, ``0.5``)."""
+    return str(int(ord)) if math.isfinite(ord) and ord == int(ord) else str(ord)
 
 
 class LinalgVectorNormBackward0(Node):
-    """Gradient of the 2-norm: ``g * x / norm``, zero where the norm is zero (as torch)."""
+    """The gradient of ``||x||_ord`` over ``dims`` (torch's norm_backward): 0 for ord 0; ``sign(x) g``
+    for ord 1; ``x g / ||x||`` for ord 2; ``sign(x) g`` shared evenly among the elements at the
+    extreme for ord +-inf; ``sign(x) |x|^(p-1) g / ||x||^(p-1)`` otherwise (where the norm, or for
+    ord < 1 the element, is 0: 0)."""
 
-    __slots__ = ("x", "result", "in_shape", "dims", "keepdim")
+    __slots__ = ("x", "result", "ord", "in_shape", "dims", "keepdim")
     x: Saved
     result: Saved
+    ord: float
     in_shape: Shape
     dims: Dims
     keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g, x, r, graph = _unpack_with_kept_dims(self, grads[0])
+        p = self.ord
+        xd = x._data if graph else x
         rd = r._data if graph else r
+        if p == 0:
+            return (None,)  # no gradient (torch's is undefined, not zeros)
+        if p == 1:
+            return (np.sign(x) * g,)
+        if math.isinf(p):  # amax/amin of |x|, NaN counting as the extreme
+            at = (np.abs(xd) == rd) | np.isnan(xd)
+            return (np.sign(x) * ((g / np.sum(at, axis=self.dims, keepdims=True).astype(xd.dtype)) * at),)
         zero = rd == 0
-        if zero.any():
-            r = where(zero, 1.0, r) if graph else np.where(zero, 1, r).astype(rd.dtype, copy=False)
-        return (g / r * x,)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if p == 2:
+                return (x * np.where(zero, 0, g / np.where(zero, 1, r)),)
+            if p < 1:
+                scaled = np.sign(x) * np.where(xd == 0, 0, np.abs(np.where(xd == 0, 1, x)) ** (p - 1))
+                return (scaled * g * r ** (1 - p),)
+            scaled = (x * np.abs(x) ** (p - 2)) if p >= 2 else np.sign(x) * np.abs(x) ** (p - 1)
+            return (scaled * np.where(zero, 0, g / np.where(zero, 1, r) ** (p - 1)),)
+
+
+def vector_norm(input: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+                dtype: Any = None) -> Tensor:
+    """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all elements by default); ord inf/-inf: the largest/
+    smallest ``|x|``, ord 0: the count of nonzero elements (NOTE [Norm primitives])."""
+    xd = input._data
+    if xd.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{torch_dtype_name(xd.dtype)}")
+    if dtype is not None:
+        input = input.to(_resolve_dtype(dtype))
+        xd = input._data
+    p = float(ord)
+    dims = normalize_dims(dim, xd.ndim)
+    if (p < 0 or math.isinf(p)) and xd.size == 0:
+        if dims is None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(p)} norm on an empty tensor "
+                               "because the operation does not have an identity")
+        empty = next((d for d in dims if xd.shape[d] == 0), None)
+        if empty is not None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(p)} norm on the dimension "
+                               f"{empty}because this dimension is empty and the operation does not have an identity")
+    a = np.abs(xd)
+    with np.errstate(divide="ignore", over="ignore"):
+        if p == 0:
+            res = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
+        elif p == math.inf:
+            res = np.max(a, axis=dims, keepdims=keepdim)
+        elif p == -math.inf:
+            res = np.min(a, axis=dims, keepdims=keepdim)
+        elif p == 1:
+            res = np.sum(a, axis=dims, keepdims=keepdim)
+        elif p == 2:
+            res = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
+        else:
+            res = np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1 / p)
+    out = wrap(np.asarray(res).astype(a.dtype, copy=False), input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(LinalgVectorNormBackward0(save(input), save_output(out), p, xd.shape, dims, keepdim), input, out)
+    return out
+
+
+class _NuclearNormBackward(Node):
+    """The nuclear norm's gradient ``g U Vh`` (first order only: its second order needs the SVD's
+    derivative, aiograd.linalg's; NOTE [Norm primitives])."""
+
+    __slots__ = ("uvh", "keep_shape")
+    uvh: np.ndarray
+    keep_shape: Shape
+
+    def name(self) -> str:
+        return "SumBackward1"
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        if g.__class__ is Tensor:
+            raise RuntimeError("the second derivative of the nuclear norm needs aiograd.linalg.svdvals")
+        return (g.reshape(self.keep_shape) * self.uvh,)
+
+
+def matrix_norm(input: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
+                dtype: Any = None) -> Tensor:
+    """The Frobenius ('fro') or nuclear ('nuc', the sum of singular values) norm over the two dims
+    ``dim`` (NOTE [Norm primitives])."""
+    from .shape import _wrap_dim
+
+    xd = input._data
+    if xd.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if xd.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{torch_dtype_name(xd.dtype)}")
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if len(dims) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+    d0, d1 = (_wrap_dim(d, xd.ndim) for d in dims)
+    if ord == "fro":
+        return vector_norm(input, 2, (d0, d1), keepdim, dtype=dtype)
+    if ord != "nuc":
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if dtype is not None:
+        input = input.to(_resolve_dtype(dtype))  # type: ignore[attr-defined]
+        xd = input._data
+    moved = np.moveaxis(xd, (d0, d1), (-2, -1))
+    u, sv, vh = np.linalg.svd(moved, full_matrices=False)
+    res = np.sum(sv, axis=-1)
+    keep_shape = _keep_shape(xd.shape, (d0, d1))
+    out = wrap(np.asarray(res.reshape(keep_shape) if keepdim else res).astype(xd.dtype, copy=False), input._device)
+    if input._requires_grad and grad_enabled():
+        uvh = np.moveaxis(u @ vh, (-2, -1), (d0, d1))
+        link_one(_NuclearNormBackward(uvh, keep_shape), input, out)
+    return out
 
 
 @REDUCE.op(nodes=(LinalgVectorNormBackward0,))
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
-    """The vector p-norm over ``dim`` (all elements by default): p = 2 ("fro"), 1, inf, -inf, 0 or any number."""
-    xd = input._data
-    _float_only("norm", xd)
-    if dtype is not None:
-        input = input.to(_resolve_dtype(dtype))  # type: ignore[attr-defined]
-        xd = input._data
-    if p == "fro" or p == 2:
-        dims = normalize_dims(dim, xd.ndim)
-        res = np.sqrt(np.sum(xd * xd, axis=dims, keepdims=keepdim))
-        out = wrap(np.asarray(res).astype(xd.dtype, copy=False), input._device)
-        if input._requires_grad and grad_enabled():
-            link_one(LinalgVectorNormBackward0(save(input), save_output(out), xd.shape, dims, keepdim), input, out)
-        return out
+    """torch.norm: a number ``p`` (None: 2) is the vector p-norm over ``dim`` (an int or a tuple; all
+    elements by default); "fro" the same 2-norm (over at most two dims); "nuc" the nuclear norm of
+    the matrices over the two dims ``dim`` (all dims of a 2-d input by default)."""
     if isinstance(p, str):
-        raise ValueError(f"norm(): p must be a number or 'fro', got {p!r}")
-    a = abs(input)  # type: ignore[call-overload]
-    d = () if dim is None else dim
-    if p == np.inf:
-        return amax(a, d, keepdim)
-    if p == -np.inf:
-        return amin(a, d, keepdim)
-    if p == 0:
-        return sum((input != 0).to(xd.dtype), dim, keepdim)  # type: ignore[attr-defined]
-    if p == 1:
-        return sum(a, dim, keepdim)
-    return sum(a ** p, dim, keepdim) ** (1.0 / p)  # type: ignore[no-any-return]
+        if p == "fro" and (dim is None or isinstance(dim, (int, np.integer)) or len(dim) <= 2):
+            return vector_norm(input, 2, dim, keepdim, dtype=dtype)
+        return matrix_norm(input, p, tuple(range(input._data.ndim)) if dim is None else dim, keepdim, dtype=dtype)
+    return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
 
 
 __all__ = REDUCE.exports(__name__)
