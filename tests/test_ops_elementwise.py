@@ -462,3 +462,121 @@ async def test_clamp_gradients_at_nan_match_torch():
         x, b = _t([_NAN, 1.0, 1.0]), _t([0.0, _NAN, 1.0])
         await op(x, b).sum().backward()
         assert x.grad.tolist() == [0.0, 0.0, 1.0] and b.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+# ----- issue 13: elementwise math (values at the edges as torch 2.13 gives them) -----------------------
+
+
+def test_atan2_gradient_at_the_origin_is_zero_like_torch():
+    a, b = _t([0.0, np.inf, 1.0]), _t([0.0, 1.0, 1.0])
+    ga, gb = ag.grad_sync(ag.atan2(a, b).sum(), [a, b])
+    np.testing.assert_array_equal(ga.numpy(), [0.0, 0.0, 0.5])
+    np.testing.assert_array_equal(gb.numpy(), [0.0, np.nan, -0.5])
+    assert ag.arctan2 is ag.atan2 and ag.atan2(ag.tensor([1]), ag.tensor([1])).dtype == np.float32
+
+
+@pytest.mark.parametrize("op", [ag.hypot, ag.logaddexp, ag.logaddexp2])
+def test_float_only_binary_ops_refuse_integers_like_torch(op):
+    with pytest.raises(NotImplementedError, match=f'"{op.__name__}_cpu" not implemented for \'Long\''):
+        op(ag.tensor([1, 2]), ag.tensor([3, 4]))
+    assert op(ag.tensor([1, 2]), ag.tensor([3.0, 4.0])).dtype == np.float32
+
+
+def test_logaddexp_is_stable():
+    out = ag.logaddexp(ag.tensor([1000.0, -1000.0, -np.inf]), ag.tensor([1000.0, -1000.0, -np.inf]))
+    np.testing.assert_allclose(out.numpy(), [1000 + math.log(2), -1000 + math.log(2), -np.inf])
+
+
+def test_fmod_has_the_sign_of_the_dividend():
+    a, b = ag.tensor([-3.0, 3.0, -3.0, 3.0]), ag.tensor([2.0, -2.0, -2.0, 2.0])
+    assert ag.fmod(a, b).tolist() == [-1.0, 1.0, -1.0, 1.0] and ag.remainder(a, b).tolist() == [1.0, -1.0, -1.0, 1.0]
+    assert ag.fmod(ag.tensor([5, -5]), 3).tolist() == [2, -2]
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        ag.fmod(ag.tensor([1, 2]), ag.tensor([1, 0]))
+    with pytest.raises(NotImplementedError, match="fmod_cpu"):
+        ag.fmod(ag.tensor([True]), ag.tensor([True]))
+
+
+def test_remainder_in_place_with_a_tensor_divisor_keeps_the_old_value():
+    """The divisor's gradient reads floor(self / other) of the value before the write."""
+    x, d = _t([2.5, -1.5]), _t([2.0, 1.0])
+    y = x * 1
+    y.remainder_(d)
+    gx, gd = ag.grad_sync(y.sum(), [x, d])
+    np.testing.assert_array_equal(gx.numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(gd.numpy(), [-1.0, 2.0])
+
+
+def test_copysign_gradient_and_negative_zero():
+    x = _t([0.0, -0.0, 2.0, -3.0])
+    out = ag.copysign(x, ag.tensor([-1.0, 1.0, -1.0, -0.0], dtype=ag.float64))
+    np.testing.assert_array_equal(np.signbit(out.detach().numpy()), [True, False, True, True])
+    (g,) = ag.grad_sync(out.sum(), [x])
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.0, -1.0, 1.0])
+    assert ag.copysign(ag.tensor([1, 2]), -1).dtype == np.float32
+
+
+def test_lerp_addcmul_addcdiv_dtypes_and_errors_like_torch():
+    f, d = ag.tensor([0.5, 0.2]), ag.tensor([0.5, 0.2], dtype=ag.float64)
+    with pytest.raises(RuntimeError, match="expected dtype float for `end` but got dtype double"):
+        ag.lerp(f, d, 0.5)
+    with pytest.raises(NotImplementedError, match="lerp_kernel_scalar"):
+        ag.lerp(ag.tensor([1, 2]), ag.tensor([3, 4]), 0.5)
+    assert ag.lerp(d, d, ag.tensor(0.5)).dtype == np.float64  # a 0-d weight may differ
+    i = ag.tensor([1, 2, 0])
+    assert ag.addcmul(i, i, i, value=2.5).tolist() == [3, 10, 0]  # the value is cast to the integer type
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv is no longer supported"):
+        ag.addcdiv(ag.tensor([0.5, 0.2, 1.0]), i, i)
+    # float16 computed in float32 and rounded once, as torch
+    h = ag.tensor([1.0, 2.0, 3.0, 4.0], dtype=ag.float16)
+    assert ag.lerp(h * 1.37, h * -2.71, 0.37).tolist() == [-0.139892578125, -0.27978515625, -0.420166015625,
+                                                          -0.5595703125]
+    assert ag.addcmul(h * 1.37, h * -2.71, h * 0.77, value=3.14).tolist() == [-5.18359375, -23.484375, -54.90625,
+                                                                                -99.375]
+
+
+def test_nan_to_num_defaults_integers_and_gradient():
+    x = _t([np.nan, np.inf, -np.inf, 1.5])
+    out = ag.nan_to_num(x)
+    info = np.finfo(np.float64)
+    np.testing.assert_array_equal(out.detach().numpy(), [0.0, info.max, info.min, 1.5])
+    (g,) = ag.grad_sync(out.sum(), [x])
+    np.testing.assert_array_equal(g.numpy(), [0.0, 0.0, 0.0, 1.0])
+    assert ag.nan_to_num(ag.tensor([1, 2]), nan=3.0).dtype == np.int64
+    assert np.nan_to_num(ag.tensor([np.nan]), nan=2.0).tolist() == [2.0]
+
+
+def test_heaviside_values_dtype_rule_and_no_derivative():
+    x = ag.tensor([-1.0, 0.0, 2.0, np.nan], requires_grad=True)
+    out = ag.heaviside(x, ag.tensor(0.5))
+    np.testing.assert_array_equal(out.detach().numpy(), [0.0, 0.5, 1.0, 0.0])
+    with pytest.raises(RuntimeError, match="derivative for aten::heaviside is not implemented"):
+        ag.backward_sync(out.sum())
+    with pytest.raises(RuntimeError, match="heaviside is not yet implemented for tensors with different dtypes"):
+        ag.heaviside(x, ag.tensor(0.5, dtype=ag.float64))
+
+
+def test_isclose_and_allclose_like_torch():
+    a = ag.tensor([np.inf, -np.inf, np.nan, 1.0, 1.0])
+    b = ag.tensor([np.inf, np.inf, np.nan, 1.0 + 1e-7, 1.1])
+    assert ag.isclose(a, b).tolist() == [True, False, False, True, False]
+    assert ag.isclose(a, b, equal_nan=True).tolist() == [True, False, True, True, False]
+    assert a.isclose(b, rtol=0.2).tolist()[4] is True
+    assert ag.allclose(a[3:4], b[3:4]) is True and isinstance(ag.allclose(a, b), bool)
+    with pytest.raises(RuntimeError, match="Float did not match Double"):
+        ag.isclose(a, b.double())
+    with pytest.raises(RuntimeError, match="rtol must be greater than or equal to zero, but got -1"):
+        ag.isclose(a, b, rtol=-1.0)
+    assert ag.isclose(ag.tensor([1, 5]), ag.tensor([2, 5]), atol=1).tolist() == [True, True]
+    assert np.isclose(a, b).tolist() == ag.isclose(a, b).tolist()
+
+
+def test_in_place_variants_and_aliases():
+    x = ag.tensor([0.25, 0.5])
+    assert x.arcsin_() is x and np.allclose(x.numpy(), np.arcsin([0.25, 0.5]))
+    y = ag.tensor([1.0, 2.0])
+    y.atan2_(ag.tensor([1.0, 1.0]))
+    np.testing.assert_allclose(y.numpy(), np.arctan2([1.0, 2.0], 1.0), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ag.tensor([1, 2]).expm1_()
+    assert ag.arccosh is ag.acosh and hasattr(ag.Tensor, "arctanh_")

@@ -289,3 +289,104 @@ def test_max_of_an_empty_tensor_needs_a_dim():
     with pytest.raises(IndexError, match="non-zero size"):
         ag.zeros(2, 0).amax(1)
     assert ag.zeros(0, 3).amax(1).shape == (0,)
+
+
+# ----- issue 13: var_mean, std_mean, nan-reductions, count_nonzero, aminmax, norm -----------------------
+
+
+def test_var_mean_and_std_mean_return_a_plain_tuple_with_one_node():
+    x = _t([[1.0, 2.0, 4.0], [0.5, 0.5, 3.0]])
+    var, mean = ag.var_mean(x, 1)
+    assert type(ag.var_mean(x)) is tuple and var.grad_fn is mean.grad_fn
+    assert var.grad_fn.name() == "VarMeanBackward0"
+    np.testing.assert_allclose(var.detach().numpy(), np.var(x.detach().numpy(), axis=1, ddof=1))
+    np.testing.assert_allclose(mean.detach().numpy(), [7 / 3, 4 / 3])
+    std, _ = ag.std_mean(x, 1, False, True)  # the legacy positional unbiased and keepdim
+    assert std.shape == (2, 1) and std.grad_fn.name() == "StdMeanBackward0"
+    assert np.allclose(ag.var_mean(x, False)[0].item(), np.var(x.detach().numpy()))
+    with pytest.raises(RuntimeError, match="std_mean only support floating point and complex dtypes"):
+        ag.std_mean(ag.tensor([1, 2]))
+    assert not hasattr(x, "var_mean")  # a function only, as torch's
+
+
+def test_nansum_and_nanmean():
+    x = _t([[1.0, np.nan, 2.0], [np.nan, np.nan, np.nan]])
+    assert ag.nansum(x).item() == 3.0
+    m = ag.nanmean(x, 1)
+    assert m.tolist()[0] == 1.5 and np.isnan(m.tolist()[1]) and m.grad_fn.name() == "DivBackward0"
+    (g,) = ag.grad_sync(ag.nansum(x), [x])
+    np.testing.assert_array_equal(g.numpy(), [[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    assert ag.nansum(ag.tensor([True, True])).dtype == np.int64
+    with pytest.raises(RuntimeError, match="nanmean\\(\\): expected input to have floating point"):
+        ag.nanmean(ag.tensor([1, 2]))
+    assert np.nansum(x).item() == 3.0
+
+
+def test_count_nonzero():
+    x = ag.tensor([[0, 1, 2], [3, 0, 0]])
+    assert ag.count_nonzero(x).item() == 3 and x.count_nonzero(1).tolist() == [2, 1]
+    assert ag.count_nonzero(x, (0, 1)).dtype == np.int64
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        ag.count_nonzero(x, (0, 0))
+
+
+async def test_aminmax_ties_nan_and_errors_like_torch():
+    x = _t([[1.0, 3.0, 3.0, 0.0], [1.0, np.nan, 2.0, np.nan]])
+    lo, hi = ag.aminmax(x, dim=1)
+    assert lo.grad_fn is hi.grad_fn and lo.grad_fn.name() == "AminmaxBackward0"
+    await (hi.sum() + 2 * lo.sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy()[0], [0.0, 0.5, 0.5, 2.0])
+    assert np.isnan(x.grad.numpy()[1]).all()  # a NaN extremum: NaN for the row, as torch's amax
+    with pytest.raises(TypeError, match="argument 'dim' must be int, not tuple"):
+        ag.aminmax(x, dim=(0, 1))
+    with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty dimension"):
+        ag.aminmax(ag.zeros(0))
+    assert ag.aminmax(ag.rand(2, 3), keepdim=True).max.shape == (1, 1)
+
+
+async def test_amax_gradient_at_nan_is_nan_like_torch_but_max_shares_it():
+    x = _t([1.0, np.nan, 3.0, np.nan])
+    await ag.amax(x).backward()
+    assert np.isnan(x.grad.numpy()).all()
+    x.grad = None
+    await x.max().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 0.5, 0.0, 0.5])
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, 0.5, -1, 0, np.inf, -np.inf])
+def test_norm_vector_orders(p):
+    a = np.array([[3.0, -4.0, 0.5], [1.0, 2.0, -2.0]])
+    out = ag.norm(ag.tensor(a), p, 1)
+    np.testing.assert_allclose(out.numpy(), np.linalg.norm(a, ord=p, axis=1), rtol=1e-6)
+    assert out.dtype == np.float64 and ag.tensor(a, requires_grad=True).norm(p).grad_fn.name() == \
+        "LinalgVectorNormBackward0"
+
+
+def test_norm_matrix_orders_dtype_and_errors():
+    a = np.array([[3.0, -4.0], [1.0, 2.0], [0.5, 0.0]])
+    np.testing.assert_allclose(ag.norm(ag.tensor(a), "nuc").item(), np.linalg.norm(a, "nuc"))
+    np.testing.assert_allclose(ag.norm(ag.tensor(a), "fro", (0, 1)).item(), np.linalg.norm(a))
+    assert ag.norm(ag.tensor(a, dtype=ag.float32), dtype=ag.float64).dtype == np.float64
+    with pytest.raises(RuntimeError, match="linalg.vector_norm: Expected a floating point or complex tensor"):
+        ag.norm(ag.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple. Got 0 1 2"):
+        ag.norm(ag.ones(2, 2, 2), "fro", (0, 1, 2))
+    with pytest.raises(RuntimeError, match="Order foo not supported"):
+        ag.norm(ag.ones(2, 2), "foo")
+    with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
+        ag.norm(ag.zeros(0), np.inf)
+    x = _t([1.0, 2.0])
+    assert ag.grad_sync(ag.norm(x, 0), [x], allow_unused=True) == (None,)  # no gradient, as torch
+
+
+def test_all_and_any_keep_uint8():
+    x = ag.tensor([1, 2], dtype=ag.uint8)
+    assert ag.all(x).dtype == np.uint8 and ag.any(x, 0).dtype == np.uint8
+    assert ag.all(ag.tensor([1.5, 0.0])).dtype == np.bool_
+    assert ag.all(ag.ones(2, 3), dim=(0, 1)).item() is True
+
+
+def test_float16_reductions_accumulate_in_float32():
+    x = ag.full((1000,), 0.1, dtype=ag.float16)
+    assert x.sum().item() == 100.0 and x.nansum().item() == 100.0
+    assert x.sum().dtype == np.float16

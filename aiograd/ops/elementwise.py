@@ -948,8 +948,10 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
         kind = "scalar" if number else "tensor"
         raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for \'{torch_dtype_name(dt)}\'')
     w = weight if number else rest[0]
-    wd = w if number else w._data.astype(dt, copy=False)
-    out = wrap(np.asarray(_lerp_values(a._data, b._data, wd)).astype(dt, copy=False), device)
+    op = _opmath(dt)
+    wd = w if number else w._data.astype(op, copy=False)
+    res = _lerp_values(a._data.astype(op, copy=False), b._data.astype(op, copy=False), wd)
+    out = wrap(np.asarray(res).astype(dt, copy=False), device)
     if needs_grad(a, b, w):
         node: Node
         if number:
@@ -961,6 +963,11 @@ def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
                                  save(w) if a._requires_grad or b._requires_grad else 0)
             record(node, (a, b, w), (out,))
     return out
+
+
+def _opmath(dt: np.dtype) -> np.dtype:
+    """The dtype torch computes a fused pointwise op in: float32 for float16, else the dtype itself."""
+    return np.dtype(np.float32) if dt == np.float16 else dt
 
 
 def _dtype_word(dt: np.dtype) -> str:
@@ -1013,7 +1020,7 @@ def _addc(op: str, input: Any, tensor1: Any, tensor2: Any, value: Any, node_cls:
             value = int(value)  # torch converts the value to the integer type
     elif dtype.kind == "f" and isinstance(value, complex):
         raise RuntimeError(f"{op}: a complex value needs a complex result, got {dtype}")
-    xd, d1, d2 = (t._data.astype(dtype, copy=False) for t in (x, t1, t2))
+    xd, d1, d2 = (t._data.astype(_opmath(dtype), copy=False) for t in (x, t1, t2))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         prod = d1 * d2 if op == "addcmul" else d1 / d2
         res = xd + (prod * value if value != 1 else prod)

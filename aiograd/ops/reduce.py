@@ -49,7 +49,8 @@ def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
             )
         out.append(d % ndim if ndim else 0)
     if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {out[0] if len(out) == 1 else out} appears multiple times in the list of dims")
+        repeated = next(d for i, d in enumerate(out) if d in out[:i])
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     if not ndim or not out:
         return None  # a 0-d input, or an empty list of dims (torch: reduce over all)
     return tuple(sorted(out))
@@ -75,14 +76,20 @@ def expand_reduced(g: Any, in_shape: tuple[int, ...], dims: tuple[int, ...] | No
     return np.broadcast_to(g, in_shape)
 
 
+def accumulation_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype torch accumulates a reduction of ``dt`` in: float32 for float16 (its opmath type)."""
+    return np.dtype(np.float32) if dt == np.float16 else dt
+
+
 def _accumulating_reduction(fn: Any, input: Tensor, dims: Any, keepdim: bool, dtype: Any) -> Tensor:
-    """``np.sum``/``np.prod`` with torch's dtype rule: bool and integer inputs give int64."""
+    """``np.sum``/``np.prod`` with torch's dtype rule: bool and integer inputs give int64, and float16
+    accumulates in float32."""
     xd = input._data
     dtype = _resolve_dtype(dtype) if dtype is not None else None
-    res = fn(xd, axis=dims, keepdims=keepdim, dtype=dtype)
-    if dtype is None and xd.dtype.kind in "biu":
-        res = np.asarray(res).astype(np.int64)
-    return wrap(res, input._device)
+    out_dtype = dtype if dtype is not None else np.dtype(np.int64) if xd.dtype.kind in "biu" else xd.dtype
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN, a product may overflow: no warning
+        res = fn(xd, axis=dims, keepdims=keepdim, dtype=accumulation_dtype(out_dtype))
+    return wrap(np.asarray(res).astype(out_dtype, copy=False), input._device)
 
 
 class SumBackward0(Node):
@@ -133,7 +140,7 @@ def mean(
             f"dtype. Got: {xd.dtype}"
         )
     dims = normalize_dims(dim, xd.ndim)
-    res = np.mean(xd, axis=dims, keepdims=keepdim, dtype=dtype)
+    res = np.mean(xd, axis=dims, keepdims=keepdim, dtype=accumulation_dtype(dtype or xd.dtype))
     out = wrap(np.asarray(res).astype(dtype or xd.dtype, copy=False), input._device)
     if input._requires_grad and grad_enabled():
         link_one(MeanBackward0(xd.shape, dims, keepdim, _count(xd.shape, dims)), input, out)
@@ -571,7 +578,8 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     dims = normalize_dims(dim, xd.ndim)
     total = nansum(input, dim, keepdim, dtype=dtype)
     count = np.sum(~np.isnan(xd), axis=dims, keepdims=keepdim).astype(total._data.dtype)
-    return total / Tensor._wrap(np.asarray(count), input._device)
+    with np.errstate(invalid="ignore"):  # 0 / 0 where every element is NaN: NaN, without a warning
+        return total / Tensor._wrap(np.asarray(count), input._device)  # type: ignore[no-any-return]
 
 
 def _np_count_nonzero(a: Tensor, axis: Any = None, *, keepdims: bool = False) -> Tensor:
@@ -705,6 +713,7 @@ def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool, c
     dims = normalize_dims(dim, xd.ndim)
     n = _count(xd.shape, dims)
     denom = _builtin_max(n - corr, 0.0)  # torch divides by max(N - correction, 0): inf or nan below that
+    out_dtype, xd = xd.dtype, xd.astype(accumulation_dtype(xd.dtype), copy=False)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = xd.mean(axis=dims, keepdims=True)
         c = xd - mean
@@ -714,7 +723,7 @@ def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool, c
     if not keepdim:
         mean = mean.reshape(np.shape(res))
     factor = (1.0 if take_sqrt else 2.0) / denom if denom > 0 else np.inf
-    return (np.asarray(res).astype(xd.dtype, copy=False), np.asarray(mean).astype(xd.dtype, copy=False), dims, n,
+    return (np.asarray(res).astype(out_dtype, copy=False), np.asarray(mean).astype(out_dtype, copy=False), dims, n,
             factor)
 
 
@@ -934,6 +943,8 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = Fa
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(p)} norm on the dimension "
                                f"{empty}because this dimension is empty and the operation does not have an identity")
     a = np.abs(xd)
+    real = a.dtype
+    a = a.astype(accumulation_dtype(real), copy=False)
     with np.errstate(divide="ignore", over="ignore"):
         if p == 0:
             res = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
@@ -947,7 +958,7 @@ def vector_norm(input: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = Fa
             res = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
         else:
             res = np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1 / p)
-    out = wrap(np.asarray(res).astype(a.dtype, copy=False), input._device)
+    out = wrap(np.asarray(res).astype(real, copy=False), input._device)
     if input._requires_grad and grad_enabled():
         link_one(LinalgVectorNormBackward0(save(input), save_output(out), p, xd.shape, dims, keepdim), input, out)
     return out

@@ -18,6 +18,7 @@ from ..tensor import Tensor, _resolve_dtype
 from ._common import grad_enabled, torch_dtype_name, wrap
 from ._table import OpTable
 from .elementwise import where
+from .reduce import accumulation_dtype
 from .shape import _wrap_dim, movedim
 
 SCAN = OpTable("scan")
@@ -67,7 +68,8 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     xd = input._data
     d = _wrap_dim(dim, xd.ndim)
     ad = _accumulate_dtype(xd, dtype)
-    out = wrap(np.cumsum(ad, axis=d, dtype=ad.dtype) if xd.ndim else ad.copy(), input._device)
+    res = np.cumsum(ad, axis=d, dtype=accumulation_dtype(ad.dtype)) if xd.ndim else ad.copy()
+    out = wrap(res.astype(ad.dtype, copy=False), input._device)
     if input._requires_grad and grad_enabled() and ad.dtype.kind in "fc":
         link_one(CumsumBackward0(d, xd.dtype), input, out)
     return out
@@ -151,7 +153,8 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     xd = input._data
     d = _wrap_dim(dim, xd.ndim)
     ad = _accumulate_dtype(xd, dtype)
-    out = wrap(np.cumprod(ad, axis=d, dtype=ad.dtype) if xd.ndim else ad.copy(), input._device)
+    res = np.cumprod(ad, axis=d, dtype=accumulation_dtype(ad.dtype)) if xd.ndim else ad.copy()
+    out = wrap(res.astype(ad.dtype, copy=False), input._device)
     if input._requires_grad and grad_enabled() and ad.dtype.kind in "fc":
         link_one(CumprodBackward0(save(input), save_output(out), d, xd.dtype), input, out)
     return out

@@ -70,10 +70,31 @@ def _digamma_kernel(x: np.ndarray) -> np.ndarray:
     return _scipy_special().psi(x)
 
 
+def _trigamma(x: np.ndarray) -> np.ndarray:
+    """polygamma(1, x) as torch computes it (so also its finite values at the poles x = 0, -1, ...):
+    below 1/2 the reflection ``pi^2 / sin^2(pi x) - trigamma(1 - x)``, then six steps of the
+    recurrence and the asymptotic series, in ``x``'s dtype (float32 for float16)."""
+    dt = np.float32 if x.dtype == np.float16 else x.dtype
+    x = x.astype(dt)
+    low = x < 0.5
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = np.sin(math.pi * x)
+        result = np.where(low, -(math.pi * math.pi) / (s * s), 0).astype(dt)
+        x = np.where(low, 1 - x, x).astype(dt)
+        for _ in range(6):
+            result += 1 / (x * x)
+            x = x + 1
+        ixx = 1 / (x * x)
+        result += (1 + 1 / (2 * x) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / x
+    return np.where(low, -result, result)  # type: ignore[no-any-return]
+
+
 def polygamma_kernel(n: int, x: np.ndarray) -> np.ndarray:
     """The n-th derivative of digamma (digamma itself for n = 0), in ``x``'s dtype."""
     if n == 0:
         return _in_dtype_of(_digamma_kernel(x), x)
+    if n == 1:
+        return _in_dtype_of(_trigamma(x), x)
     with np.errstate(over="ignore"):
         res = _scipy_special().polygamma(n, x)
     return _in_dtype_of(np.where(x == -np.inf, np.nan, res), x)  # torch: NaN at -inf (scipy: inf)
@@ -114,12 +135,15 @@ class PolygammaBackward1(PolygammaBackward0):
 
 
 @SPECIAL.op(nodes=(PolygammaBackward0, PolygammaBackward1))
-def polygamma(n: int, input: Tensor) -> Tensor:
+def polygamma(n: int, input: Any) -> Tensor:
     """The ``n``-th derivative of digamma at ``input``, elementwise (``n >= 0``).
 
-    ``x.polygamma(n)`` is the method form (the tensor first, as torch's)."""
+    ``x.polygamma(n)`` is the method form (the tensor first, as torch's); ``polygamma(x, n)``
+    is taken as the same call."""
     if isinstance(n, Tensor) and not isinstance(input, Tensor):
         n, input = input, n  # the method form: x.polygamma(n)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"polygamma(): argument 'input' (position 2) must be Tensor, not {type(input).__name__}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     if n < 0:
