@@ -482,6 +482,15 @@ def test_float_only_binary_ops_refuse_integers_like_torch(op):
     assert op(ag.tensor([1, 2]), ag.tensor([3.0, 4.0])).dtype == np.float32
 
 
+@pytest.mark.parametrize("op", [ag.atan2, ag.hypot, ag.logaddexp, ag.logaddexp2])
+def test_ops_without_a_number_overload_refuse_numbers_like_torch(op):
+    x = ag.tensor([1.0, 2.0])
+    with pytest.raises(TypeError, match=rf"{op.__name__}\(\): argument 'other' \(position 2\) must be Tensor, not float"):
+        op(x, 2.0)
+    with pytest.raises(TypeError, match=rf"{op.__name__}\(\): argument 'input' \(position 1\) must be Tensor, not int"):
+        op(2, x)
+
+
 def test_logaddexp_is_stable():
     out = ag.logaddexp(ag.tensor([1000.0, -1000.0, -np.inf]), ag.tensor([1000.0, -1000.0, -np.inf]))
     np.testing.assert_allclose(out.numpy(), [1000 + math.log(2), -1000 + math.log(2), -np.inf])

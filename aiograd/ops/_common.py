@@ -63,7 +63,9 @@ def graph_mode(g: Any) -> bool:
 # numeric dtype (numpy interop: ``np.add(array, tensor)`` lands here). Anything
 # else (a str, None, a list, an object) is refused with torch's TypeError
 # "add(): argument 'other' (position 2) must be Tensor, not str" before numpy
-# sees it. The rule is applied once per kind of entry point, not per op:
+# sees it. Ops that torch gives no overload for a number (atan2, hypot,
+# logaddexp) refuse a Python number the same way (``numbers=False`` of the
+# pointwise templates). The rule is applied once per kind of entry point, not per op:
 # * ``checked`` wraps each public function (``ag.exp``, ``ag.sum``,
 #   ``F.cross_entropy``): every parameter annotated ``Tensor`` (or
 #   ``Tensor | None``) must get one. The op tables apply it to every exported op

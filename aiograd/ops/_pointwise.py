@@ -371,6 +371,7 @@ def make_binary(
     db: str,
     node: str,
     integers: str = "promote",
+    numbers: bool = True,
     alpha: Callable[[Any, Any], Any] | None = None,
     env: dict[str, Any] | None = None,
     doc: str | None = None,
@@ -399,6 +400,10 @@ def make_binary(
         return node_cls(sa, va, sb, vb, a_shape, b_shape)  # type: ignore[call-arg]
 
     def general(input: Any, other: Any) -> Tensor:
+        if not numbers:  # torch has no overload taking a Python number for this op
+            for x, arg, position in ((input, "input", 1), (other, "other", 2)):
+                if isinstance(x, (bool, int, float, complex)):
+                    raise operand_error(name, arg, position, x)
         a, b, ad, bd, device = prep_operands(input, other, name)
         if refuse and (dt := result_dtype(a, b)).kind not in "fc":
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{torch_dtype_name(dt)}\'')
@@ -432,7 +437,7 @@ def make_binary(
                         node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
                         link(node, [edge_to(input) if ra else None, edge_to(other) if rb else None], out)
                     return out
-            elif (oc is float or oc is int) and ad.dtype.kind == "f":
+            elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
                 res = kernel(ad, other)
                 out = new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
                 if input._requires_grad and grad_enabled():
@@ -500,6 +505,7 @@ class PointwiseTable(OpTable):
         db: str,
         node: str,
         integers: str = "promote",
+        numbers: bool = True,
         alpha: Callable[[Any, Any], Any] | None = None,
         ufuncs: tuple[Any, ...] = (),
         aliases: tuple[str, ...] = (),
@@ -512,10 +518,12 @@ class PointwiseTable(OpTable):
         give each operand's gradient (NOTE [Formulas]). ``integers``: what integer (and bool)
         operands give: ``"promote"`` torch's promoted dtype, ``"float"`` the default float dtype
         (true division, atan2), ``"refuse"`` torch's NotImplementedError (hypot, logaddexp).
+        ``numbers=False``: a Python number operand is refused with torch's TypeError (ops that
+        torch has no number overload for, NOTE [Operands] in _common.py).
         ``alpha``: the op takes torch's ``alpha=`` keyword (``kernel(a, alpha * b)``), and this
         function scales ``b`` by it (differentiably)."""
-        forward, node_cls = make_binary(name, kernel, da=da, db=db, node=node, integers=integers, alpha=alpha,
-                                        env=env, doc=doc, module=self.module)
+        forward, node_cls = make_binary(name, kernel, da=da, db=db, node=node, integers=integers, numbers=numbers,
+                                        alpha=alpha, env=env, doc=doc, module=self.module)
         self.add(OpDef(name, forward, self.family, (node_cls,), True, aliases, operators, reflected, ufuncs))
         return forward
 

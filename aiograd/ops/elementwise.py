@@ -640,22 +640,22 @@ def _atan2_recip(a: Any, b: Any) -> Any:
 
 atan2 = ELEMENTWISE.binary(
     "atan2", np.arctan2, da="g * b * recip(a, b)", db="g * -a * recip(a, b)", node="Atan2Backward0",
-    integers="float", ufuncs=(np.arctan2,), aliases=("arctan2",), env={"recip": _atan2_recip},
+    integers="float", numbers=False, ufuncs=(np.arctan2,), aliases=("arctan2",), env={"recip": _atan2_recip},
     doc="The angle of the point ``(other, input)``: ``atan(input / other)`` in the right quadrant.",
 )
 arctan2 = atan2
 hypot = ELEMENTWISE.binary(
-    "hypot", np.hypot, da="g * a / out", db="g * b / out", node="HypotBackward0", integers="refuse",
+    "hypot", np.hypot, da="g * a / out", db="g * b / out", node="HypotBackward0", integers="refuse", numbers=False,
     ufuncs=(np.hypot,), doc="``sqrt(input ** 2 + other ** 2)`` without overflow; floating inputs only (as torch).",
 )
 logaddexp = ELEMENTWISE.binary(
     "logaddexp", np.logaddexp, da="g * sigmoid_any(a - b)", db="g * sigmoid_any(b - a)", node="LogaddexpBackward0",
-    integers="refuse", ufuncs=(np.logaddexp,), env={"sigmoid_any": _sigmoid_any},
+    integers="refuse", numbers=False, ufuncs=(np.logaddexp,), env={"sigmoid_any": _sigmoid_any},
     doc="``log(exp(input) + exp(other))``, computed stably; floating inputs only (as torch).",
 )
 logaddexp2 = ELEMENTWISE.binary(
     "logaddexp2", np.logaddexp2, da="g * sigmoid_any((a - b) * 0.6931471805599453)",
-    db="g * sigmoid_any((b - a) * 0.6931471805599453)", node="Logaddexp2Backward0", integers="refuse",
+    db="g * sigmoid_any((b - a) * 0.6931471805599453)", node="Logaddexp2Backward0", integers="refuse", numbers=False,
     ufuncs=(np.logaddexp2,), env={"sigmoid_any": _sigmoid_any},
     doc="``log2(2 ** input + 2 ** other)``, computed stably; floating inputs only (as torch).",
 )

@@ -473,14 +473,16 @@ logit_ = _register_binary_inplace(_special.logit, True, ())
 
 @INPLACE.op(nodes=_scan.SCAN["cumsum"].nodes, export=False)
 def cumsum_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """In-place ``cumsum(self, dim)``."""
-    return _computed_inplace(self, (), "cumsum_", lambda a: _scan.cumsum(a, dim, dtype=dtype), False, ())
+    """In-place ``cumsum(self, dim)``, in this tensor's dtype (an integer one too, as torch)."""
+    dt = self._data.dtype if dtype is None else dtype
+    return _computed_inplace(self, (), "cumsum_", lambda a: _scan.cumsum(a, dim, dtype=dt), False, ())
 
 
 @INPLACE.op(nodes=_scan.SCAN["cumprod"].nodes, export=False)
 def cumprod_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    """In-place ``cumprod(self, dim)``."""
-    return _computed_inplace(self, (), "cumprod_", lambda a: _scan.cumprod(a, dim, dtype=dtype), True, ())
+    """In-place ``cumprod(self, dim)``, in this tensor's dtype (an integer one too, as torch)."""
+    dt = self._data.dtype if dtype is None else dtype
+    return _computed_inplace(self, (), "cumprod_", lambda a: _scan.cumprod(a, dim, dtype=dt), True, ())
 
 
 @INPLACE.op(nodes=_special.SPECIAL["polygamma"].nodes, export=False)
