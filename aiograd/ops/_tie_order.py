@@ -28,8 +28,9 @@ from typing import Any, Callable
 __all__ = ["REPLAY_BUDGET", "stl_sort", "stl_nth_element", "stl_partial_sort", "quickselect", "less_nan_last",
            "greater_nan_first"]
 
-#: the most elements (rows times their length) one call replays (NOTE [Ties]): about 0.1 s of Python
-REPLAY_BUDGET = 50_000
+#: the most elements (rows times their length) one call replays (NOTE [Ties]): a sort of one row of
+#: this many tied values takes about 0.1 s of Python
+REPLAY_BUDGET = 20_000
 
 _THRESHOLD = 16  # libstdc++'s _S_threshold: introsort leaves runs this short to insertion sort
 
