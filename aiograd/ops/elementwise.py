@@ -13,7 +13,6 @@ _common.py).
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np

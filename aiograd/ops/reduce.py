@@ -885,7 +885,7 @@ def _ord_text(ord: float) -> str:
 
 
 class LinalgVectorNormBackward0(Node):
-    """The gradient of ``||x||_ord`` over ``dims`` (torch's norm_backward): 0 for ord 0; ``sign(x) g``
+    """The gradient of ``||x||_ord`` over ``dims`` (torch's norm_backward): none for ord 0; ``sign(x) g``
     for ord 1; ``x g / ||x||`` for ord 2; ``sign(x) g`` shared evenly among the elements at the
     extreme for ord +-inf; ``sign(x) |x|^(p-1) g / ||x||^(p-1)`` otherwise (where the norm, or for
     ord < 1 the element, is 0: 0)."""

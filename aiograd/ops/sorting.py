@@ -18,7 +18,7 @@ import numpy as np
 from .. import return_types
 from ..autograd.graph import link_one, save, save_output
 from ..tensor import Tensor
-from ._common import grad_enabled, torch_dtype_name, wrap
+from ._common import grad_enabled, wrap
 from ._table import OpTable
 from ._tie_order import (
     REPLAY_BUDGET,
@@ -307,7 +307,7 @@ def _median_position(x2: np.ndarray, ignore_nan: bool) -> np.ndarray:
 
 def _median(name: str, input: Tensor, dim: Any, keepdim: bool, ignore_nan: bool) -> Any:
     xd = input._data
-    _no_bool(name if dim is not None or ignore_nan else "median", xd)
+    _no_bool(name, xd)
     if dim is None:  # the median of all elements: a 0-d tensor, the gradient shared among equal ones
         flat = xd.reshape(1, -1)
         if flat.size == 0:
