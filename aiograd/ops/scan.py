@@ -24,11 +24,18 @@ from .shape import _wrap_dim, movedim
 SCAN = OpTable("scan")
 
 
-def _accumulate_dtype(xd: np.ndarray, dtype: Any) -> np.ndarray:
-    """The input in the dtype the scan accumulates in: ``dtype`` if given, int64 for integers and bools."""
+def _accumulated(fn: Any, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int, bool]:
+    """(``fn(input)`` along ``dim``, the dim in range, whether the result can have a gradient), in
+    torch's dtype: ``dtype`` if given, int64 for integers and bools; float16 accumulates in float32."""
+    xd = input._data
+    d = _wrap_dim(dim, xd.ndim)
     if dtype is not None:
-        return xd.astype(_resolve_dtype(dtype), copy=False)
-    return xd.astype(np.int64) if xd.dtype.kind in "biu" else xd
+        ad = xd.astype(_resolve_dtype(dtype), copy=False)
+    else:
+        ad = xd.astype(np.int64) if xd.dtype.kind in "biu" else xd
+    res = fn(ad, axis=d, dtype=accumulation_dtype(ad.dtype)) if xd.ndim else ad.copy()
+    out = wrap(res.astype(ad.dtype, copy=False), input._device)
+    return out, d, input._requires_grad and ad.dtype.kind in "fc" and grad_enabled()
 
 
 def _reverse_cumsum(g: Any, dim: int) -> Any:
@@ -65,13 +72,9 @@ def _np_cumsum(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None) 
 @SCAN.op(nodes=(CumsumBackward0,), functions=((np.cumsum, _np_cumsum),))
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running sums along ``dim``; bool and integer inputs give int64 unless ``dtype`` says otherwise."""
-    xd = input._data
-    d = _wrap_dim(dim, xd.ndim)
-    ad = _accumulate_dtype(xd, dtype)
-    res = np.cumsum(ad, axis=d, dtype=accumulation_dtype(ad.dtype)) if xd.ndim else ad.copy()
-    out = wrap(res.astype(ad.dtype, copy=False), input._device)
-    if input._requires_grad and grad_enabled() and ad.dtype.kind in "fc":
-        link_one(CumsumBackward0(d, xd.dtype), input, out)
+    out, d, differentiable = _accumulated(np.cumsum, input, dim, dtype)
+    if differentiable:
+        link_one(CumsumBackward0(d, input._data.dtype), input, out)
     return out
 
 
@@ -150,13 +153,9 @@ def _np_cumprod(a: Tensor, axis: Any = None, dtype: Any = None, out: Any = None)
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """Running products along ``dim`` (int64 for bool and integer inputs unless ``dtype``); the
     gradient is exact where the input has zeros."""
-    xd = input._data
-    d = _wrap_dim(dim, xd.ndim)
-    ad = _accumulate_dtype(xd, dtype)
-    res = np.cumprod(ad, axis=d, dtype=accumulation_dtype(ad.dtype)) if xd.ndim else ad.copy()
-    out = wrap(res.astype(ad.dtype, copy=False), input._device)
-    if input._requires_grad and grad_enabled() and ad.dtype.kind in "fc":
-        link_one(CumprodBackward0(save(input), save_output(out), d, xd.dtype), input, out)
+    out, d, differentiable = _accumulated(np.cumprod, input, dim, dtype)
+    if differentiable:
+        link_one(CumprodBackward0(save(input), save_output(out), d, input._data.dtype), input, out)
     return out
 
 
