@@ -154,6 +154,11 @@ def _values(fn: Callable[..., Any]) -> Callable[..., Any]:
 _IDX23 = np.array([[0, 1, 1], [1, 0, 0]])  # an index into dim 0 of a (2, 3) tensor, with repeats
 _MASK23 = np.array([[True, False, True], [False, False, True]])
 
+
+def _addbmm_ref(i: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return 0.5 * i + 2.0 * np.einsum("bij,bjk->ik", a, b)
+
+
 ROWS: list[OpRow] = [
     # ----- elementwise: arithmetic ---------------------------------------------------------------
     OpRow("add", BINARY, ref=np.add, node="AddBackward0"),
@@ -520,6 +525,29 @@ ROWS: list[OpRow] = [
     OpRow("mm", cases(((2, 3), (3, 2))), ref=np.matmul, node="MmBackward0"),
     OpRow("bmm", cases(((2, 2, 3), (2, 3, 2))), ref=np.matmul, node="BmmBackward0"),
     OpRow("dot", cases(((3,), (3,))), ref=np.dot, node="DotBackward0"),
+    OpRow("vdot", cases(((3,), (3,))), ref=np.vdot, node="VdotBackward0"),
+    OpRow("mv", cases(((2, 3), (3,))), ref=np.matmul, node="MvBackward0"),
+    OpRow("addmm", cases(((2, 4), (2, 3), (3, 4)), ((4,), (2, 3), (3, 4)), ((), (2, 3), (3, 4))),
+          fn=lambda i, a, b: ag.addmm(i, a, b, beta=0.5, alpha=2.0), ref=lambda i, a, b: 0.5 * i + 2.0 * a @ b,
+          node="AddmmBackward0"),
+    OpRow("addmm", cases(((2, 4), (2, 3), (3, 4))), fn=lambda i, a, b: ag.addmm(i, a, b, beta=0), ref=lambda i, a, b: a @ b,
+          node="AddmmBackward0", variant="beta0"),
+    OpRow("addmv", cases(((2,), (2, 3), (3,)), ((), (2, 3), (3,))),
+          fn=lambda i, a, b: ag.addmv(i, a, b, beta=0.5, alpha=2.0), ref=lambda i, a, b: 0.5 * i + 2.0 * a @ b,
+          node="AddmvBackward0"),
+    OpRow("baddbmm", cases(((2, 2, 4), (2, 2, 3), (2, 3, 4)), ((4,), (2, 2, 3), (2, 3, 4))),
+          fn=lambda i, a, b: ag.baddbmm(i, a, b, beta=0.5, alpha=2.0), ref=lambda i, a, b: 0.5 * i + 2.0 * a @ b,
+          node="BaddbmmBackward0"),
+    OpRow("addbmm", cases(((2, 4), (3, 2, 3), (3, 3, 4)), ((1, 4), (3, 2, 3), (3, 3, 4))),
+          fn=lambda i, a, b: ag.addbmm(i, a, b, beta=0.5, alpha=2.0), ref=_addbmm_ref, node="AddbmmBackward0"),
+    OpRow("addmm_", cases(((2, 4), (2, 3), (3, 4))), fn=lambda i, a, b: (i * 1).addmm_(a, b, beta=0.5, alpha=2.0),
+          ref=lambda i, a, b: 0.5 * i + 2.0 * a @ b, node="AddmmBackward0"),
+    OpRow("addmv_", cases(((2,), (2, 3), (3,))), fn=lambda i, a, b: (i * 1).addmv_(a, b, alpha=2.0),
+          ref=lambda i, a, b: i + 2.0 * a @ b, node="AddmvBackward0"),
+    OpRow("baddbmm_", cases(((2, 2, 4), (2, 2, 3), (2, 3, 4))), fn=lambda i, a, b: (i * 1).baddbmm_(a, b, beta=2.0),
+          ref=lambda i, a, b: 2.0 * i + a @ b, node="BaddbmmBackward0"),
+    OpRow("addbmm_", cases(((2, 4), (3, 2, 3), (3, 3, 4))),
+          fn=lambda i, a, b: (i * 1).addbmm_(a, b, beta=0.5, alpha=2.0), ref=_addbmm_ref, node="AddbmmBackward0"),
     # ----- nn ----------------------------------------------------------------------------------------
     OpRow("softmax", cases((3,), (2, 3), args=(-1,)) + cases((2, 3), args=(0,)), node="SoftmaxBackward0"),
     OpRow("log_softmax", cases((3,), (2, 3), args=(-1,)) + cases((2, 3), args=(0,)), node="LogSoftmaxBackward0"),

@@ -37,6 +37,7 @@ import numpy as np
 from ..autograd.graph import Node, Shape, record, sum_to
 from ..tensor import Tensor
 from . import elementwise as _ew
+from . import linalg as _linalg
 from . import scan as _scan
 from . import special as _special
 from ._common import check_operand, needs_grad
@@ -489,6 +490,50 @@ def cumprod_(self: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 def polygamma_(self: Tensor, n: int) -> Tensor:
     """In-place ``polygamma(n, self)``."""
     return _computed_inplace(self, (), "polygamma_", _special.polygamma_inplace_op(n), True, ())
+# ----- fused matrix products: addmm_ addmv_ baddbmm_ addbmm_ ------------------------------------------
+
+
+def _add_product_(self: Tensor, left: Any, right: Any, beta: Any, alpha: Any, name: str,
+                  names: tuple[str, str]) -> Tensor:
+    """``self = beta * self + alpha * product(left, right)`` through the out-of-place op (its rule does
+    not read ``self``'s old value); the product must have ``self``'s shape."""
+    op = getattr(_linalg, name[:-1])
+
+    def outofplace(a: Tensor) -> Tensor:
+        r: Tensor = op(a, left, right, beta=beta, alpha=alpha)
+        if r.shape != self.shape:
+            raise RuntimeError(f"Bad in-place call: input tensor size {list(self.shape)} and output tensor size "
+                               f"{list(r.shape)} should match")
+        return r
+
+    def nograd(d: np.ndarray) -> None:
+        np.copyto(d, outofplace(Tensor._wrap(d))._data, casting="same_kind")
+
+    return _inplace(self, (left, right), outofplace, nograd, op=name, names=names)
+
+
+@INPLACE.op(nodes=_linalg.LINALG["addmm"].nodes, export=False)
+def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``self = beta * self + alpha * (mat1 @ mat2)`` in place."""
+    return _add_product_(self, mat1, mat2, beta, alpha, "addmm_", ("mat1", "mat2"))
+
+
+@INPLACE.op(nodes=_linalg.LINALG["addmv"].nodes, export=False)
+def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``self = beta * self + alpha * (mat @ vec)`` in place."""
+    return _add_product_(self, mat, vec, beta, alpha, "addmv_", ("mat", "vec"))
+
+
+@INPLACE.op(nodes=_linalg.LINALG["baddbmm"].nodes, export=False)
+def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``self = beta * self + alpha * bmm(batch1, batch2)`` in place."""
+    return _add_product_(self, batch1, batch2, beta, alpha, "baddbmm_", ("batch1", "batch2"))
+
+
+@INPLACE.op(nodes=_linalg.LINALG["addbmm"].nodes, export=False)
+def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``self = beta * self + alpha * sum_i batch1[i] @ batch2[i]`` in place."""
+    return _add_product_(self, batch1, batch2, beta, alpha, "addbmm_", ("batch1", "batch2"))
 
 
 # ----- fill / zero / copy ------------------------------------------------------------------
