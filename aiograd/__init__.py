@@ -32,7 +32,7 @@ from .autograd.function import Function, once_differentiable
 from .autograd.checkpoint import checkpoint
 from . import functional
 from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
-from . import autograd, nn, optim, profiler, return_types, viz
+from . import autograd, linalg, nn, optim, profiler, return_types, viz
 from .tensor import __all__ as _tensor_all
 from .ops import __all__ as _ops_all
 
@@ -46,7 +46,7 @@ __all__ = (
         "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
         "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "queue_callback",
         "set_time_slice", "get_time_slice", "set_offload", "get_offload", "Function", "once_differentiable", "autograd",
-        "checkpoint", "functional", "nn", "optim", "profiler", "return_types", "viz",
+        "checkpoint", "functional", "linalg", "nn", "optim", "profiler", "return_types", "viz",
         "gradcheck", "gradgradcheck", "GradcheckError",
     ]
 )

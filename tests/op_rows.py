@@ -155,9 +155,59 @@ _IDX23 = np.array([[0, 1, 1], [1, 0, 0]])  # an index into dim 0 of a (2, 3) ten
 _MASK23 = np.array([[True, False, True], [False, False, True]])
 
 
+# ----- linalg inputs: each row's matrices made well posed from the sampled ones --------------------------
+def _eye(a: Any) -> np.ndarray:
+    return np.eye(a.shape[-1])
+
+
+def _invertible(a: Any) -> Any:
+    """``a + 3I``: diagonally dominant for samples in [-2, 2) of up to 3 columns, so far from singular."""
+    return a + 3 * _eye(a)
+
+
+def _spd(a: Any) -> Any:
+    """``a a^T + n I``: symmetric positive definite."""
+    return a @ np.swapaxes(a, -1, -2) + a.shape[-1] * _eye(a)
+
+
+def _sym(a: Any) -> Any:
+    return a + np.swapaxes(a, -1, -2)
+
+
+def _gauge(v: Any, k: int | None = None) -> Any:
+    """The first ``k`` columns of ``v`` with signs fixed (the largest entry of each positive): singular and
+    eigenvectors are defined up to sign, which finite differences must not see flip."""
+    v = v[..., :k] if k is not None else v
+    vd = v.detach().numpy()
+    return v * np.sign(np.take_along_axis(vd, np.abs(vd).argmax(-2)[..., None, :], -2))
+
+
+def _svd_parts(u: Any, s: Any, vh: Any) -> tuple[Any, ...]:
+    """(S, U, V) of an SVD, the vectors sign-fixed (S first: the row's node check reads it)."""
+    k = s.shape[-1]
+    return s, _gauge(u, k), _gauge(np.swapaxes(vh, -1, -2), k)
+
+
+def _expm(a: np.ndarray) -> np.ndarray:
+    import scipy.linalg
+
+    return scipy.linalg.expm(a)  # type: ignore[no-any-return]
+
+
 def _addbmm_ref(i: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return 0.5 * i + 2.0 * np.einsum("bij,bjk->ik", a, b)
 
+
+def _lstsq_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The least-squares solution as ``pinv(a) @ b`` (``b`` of one dim less: vectors)."""
+    if b.ndim == a.ndim - 1:
+        return (np.linalg.pinv(a) @ b[..., None])[..., 0]
+    return np.linalg.pinv(a) @ b
+
+
+_SQUARE = cases((3, 3), (2, 3, 3), (1, 1))
+_MATRICES = cases((3, 3), (4, 3), (3, 4), (2, 4, 3))
+_POS = uniform(0.2, 2.0)  # norms with negative or fractional ord: no zero elements
 
 ROWS: list[OpRow] = [
     # ----- elementwise: arithmetic ---------------------------------------------------------------
@@ -548,6 +598,106 @@ ROWS: list[OpRow] = [
           ref=lambda i, a, b: 2.0 * i + a @ b, node="BaddbmmBackward0"),
     OpRow("addbmm_", cases(((2, 4), (3, 2, 3), (3, 3, 4))),
           fn=lambda i, a, b: (i * 1).addbmm_(a, b, beta=0.5, alpha=2.0), ref=_addbmm_ref, node="AddbmmBackward0"),
+    OpRow("cross", cases(((2, 3), (2, 3)), ((3, 2), (3, 2))), ref=lambda a, b: np.cross(a, b, axis=a.shape.index(3)),
+          node="LinalgCrossBackward0"),
+    OpRow("linalg_cross", cases(((2, 3), (2, 3)), ((1, 3), (4, 3))), fn=ag.linalg.cross, ref=np.cross,
+          node="LinalgCrossBackward0"),
+    OpRow("linalg_cross", cases(((3, 2), (3, 1))), fn=lambda a, b: ag.linalg.cross(a, b, dim=0),
+          ref=lambda a, b: np.cross(a, b, axis=0), node="LinalgCrossBackward0", variant="dim"),
+    OpRow("inverse", _SQUARE, fn=lambda a: ag.inverse(_invertible(a)), ref=lambda a: np.linalg.inv(_invertible(a)),
+          node="LinalgInvExBackward0"),
+    OpRow("linalg_inv", _SQUARE[:2], fn=lambda a: ag.linalg.inv(_invertible(a)),
+          ref=lambda a: np.linalg.inv(_invertible(a)), node="LinalgInvExBackward0"),
+    OpRow("det", _SQUARE + cases((0, 0)), ref=np.linalg.det, node="LinalgDetBackward0"),
+    OpRow("det", cases(((3, 1), (1, 3)), ((2, 2, 1), (2, 1, 2))), fn=lambda u, v: ag.det(u @ v),
+          node="LinalgDetBackward0", variant="singular"),
+    OpRow("linalg_det", _SQUARE[:2], fn=ag.linalg.det, ref=np.linalg.det, node="LinalgDetBackward0"),
+    OpRow("slogdet", _SQUARE, ref=lambda a: np.linalg.slogdet(a)[0], node="LinalgSlogdetBackward0"),
+    OpRow("linalg_slogdet", _SQUARE[:2], fn=lambda a: ag.linalg.slogdet(a)[1], ref=lambda a: np.linalg.slogdet(a)[1],
+          node="LinalgSlogdetBackward0"),
+    OpRow("logdet", _SQUARE[:2], fn=lambda a: ag.logdet(_spd(a)), ref=lambda a: np.linalg.slogdet(_spd(a))[1],
+          node="WhereBackward0"),
+    OpRow("linalg_solve", cases(((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 3, 3), (3,)), ((2, 3, 3), (2, 3)),
+                                ((2, 3, 3), (2, 1, 3, 2))),
+          fn=lambda a, b: ag.linalg.solve(_invertible(a), b), node="LinalgSolveExBackward0"),
+    OpRow("linalg_solve", cases(((3, 3), (2, 3)), ((2, 3, 3), (1, 4, 3))),
+          fn=lambda a, b: ag.linalg.solve(_invertible(a), b, left=False),
+          ref=lambda a, b: b @ np.linalg.inv(_invertible(a)), node="LinalgSolveExBackward0", variant="right"),
+    OpRow("linalg_lstsq", cases(((4, 3), (4, 2)), ((2, 4, 3), (2, 4)), ((1, 4, 3), (2, 4, 2)), ((3, 4), (3, 2))),
+          fn=lambda a, b: tuple(ag.linalg.lstsq(a, b, driver="gelsd")[:2]),
+          ref=_lstsq_ref,
+          node="LinalgLstsqBackward0"),
+    OpRow("svd", _MATRICES, fn=lambda a: _svd_parts(*(lambda u, s, v: (u, s, v.mT))(*ag.svd(a))),
+          ref=lambda a: np.linalg.svd(a, compute_uv=False), node="LinalgSvdBackward0"),
+    OpRow("linalg_svd", _MATRICES, fn=lambda a: _svd_parts(*ag.linalg.svd(a, full_matrices=False)),
+          ref=lambda a: np.linalg.svd(a, compute_uv=False), node="LinalgSvdBackward0"),
+    OpRow("linalg_svd", cases((4, 3), (3, 4)), fn=lambda a: _svd_parts(*ag.linalg.svd(a)), node="LinalgSvdBackward0",
+          variant="full_matrices"),
+    OpRow("linalg_svdvals", _MATRICES, fn=ag.linalg.svdvals, ref=lambda a: np.linalg.svd(a, compute_uv=False),
+          node="LinalgSvdBackward0"),
+    OpRow("qr", cases((3, 3), (4, 3)), ref=lambda a: np.linalg.qr(a)[0], node="LinalgQrBackward0"),
+    OpRow("linalg_qr", _MATRICES + cases((2, 3, 5)), fn=ag.linalg.qr, ref=lambda a: np.linalg.qr(a)[0],
+          node="LinalgQrBackward0"),
+    OpRow("linalg_qr", cases((3, 4), (3, 3)), fn=lambda a: ag.linalg.qr(a, mode="complete"),
+          ref=lambda a: np.linalg.qr(a, mode="complete")[0], node="LinalgQrBackward0", variant="complete"),
+    OpRow("cholesky", _SQUARE[:2], fn=lambda a: ag.cholesky(_spd(a)), ref=lambda a: np.linalg.cholesky(_spd(a)),
+          node="CholeskyBackward0"),
+    OpRow("cholesky", _SQUARE[:1], fn=lambda a: ag.cholesky(_spd(a), True),
+          ref=lambda a: np.linalg.cholesky(_spd(a)).T, node="CholeskyBackward0", variant="upper"),
+    OpRow("linalg_cholesky", _SQUARE, fn=lambda a: ag.linalg.cholesky(_spd(a)),
+          ref=lambda a: np.linalg.cholesky(_spd(a)), node="LinalgCholeskyExBackward0"),
+    OpRow("linalg_cholesky", _SQUARE[:2], fn=lambda a: ag.linalg.cholesky(_spd(a), upper=True),
+          ref=lambda a: np.swapaxes(np.linalg.cholesky(_spd(a)), -1, -2), node="LinalgCholeskyExBackward0",
+          variant="upper"),
+    OpRow("linalg_eigh", _SQUARE, fn=lambda a: (lambda w, v: (w, _gauge(v)))(*ag.linalg.eigh(_sym(a))),
+          ref=lambda a: np.linalg.eigvalsh(_sym(a)), node="LinalgEighBackward0"),
+    OpRow("linalg_eigh", _SQUARE[:1], fn=lambda a: (lambda w, v: (w, _gauge(v)))(*ag.linalg.eigh(_sym(a), "U")),
+          ref=lambda a: np.linalg.eigvalsh(_sym(a)), node="LinalgEighBackward0", variant="upper"),
+    OpRow("linalg_eigvalsh", _SQUARE[:2], fn=lambda a: ag.linalg.eigvalsh(_sym(a)),
+          ref=lambda a: np.linalg.eigvalsh(_sym(a)), node="LinalgEighBackward0"),
+    OpRow("linalg_pinv", _MATRICES, fn=ag.linalg.pinv, ref=np.linalg.pinv, node="LinalgPinvBackward0"),
+    OpRow("linalg_pinv", _SQUARE[:1], fn=lambda a: ag.linalg.pinv(_sym(a), hermitian=True),
+          ref=lambda a: np.linalg.pinv(_sym(a), hermitian=True), node="LinalgPinvBackward0", variant="hermitian"),
+    OpRow("pinverse", cases((4, 3)), ref=np.linalg.pinv, node="LinalgPinvBackward0"),
+    OpRow("matrix_power", cases((3, 3), (2, 3, 3), args=(3,)), ref=np.linalg.matrix_power),
+    OpRow("matrix_power", _SQUARE[:2], fn=lambda a: ag.matrix_power(_invertible(a), -2),
+          ref=lambda a: np.linalg.matrix_power(_invertible(a), -2), variant="negative"),
+    OpRow("matrix_power", cases((3, 3), args=(0,)), ref=lambda a, n: np.eye(3), variant="zero"),
+    OpRow("linalg_matrix_power", cases((2, 3, 3), args=(2,)), fn=ag.linalg.matrix_power, ref=np.linalg.matrix_power,
+          node="UnsafeViewBackward0"),
+    OpRow("matrix_exp", _SQUARE + cases((0, 0)), ref=_expm, node="LinalgMatrixExpBackward0"),
+    OpRow("linalg_matrix_exp", _SQUARE[:1], fn=ag.linalg.matrix_exp, ref=_expm, node="LinalgMatrixExpBackward0"),
+    OpRow("linalg_vector_norm", cases((), (3,), (2, 3)), fn=ag.linalg.vector_norm, sample=uniform(kinks=(0,)),
+          ref=lambda a: np.linalg.norm(a.ravel()), node="LinalgVectorNormBackward0"),
+    OpRow("linalg_vector_norm", cases((2, 3), kwargs={"dim": 1, "keepdim": True}) + cases((2, 1, 3), kwargs={"dim": (0, 2)}),
+          fn=lambda a, **k: ag.linalg.vector_norm(a, 3, **k), sample=uniform(kinks=(0,)),
+          ref=lambda a, dim, keepdim=False: np.sum(np.abs(a) ** 3, axis=dim, keepdims=keepdim) ** (1 / 3),
+          node="LinalgVectorNormBackward0", variant="ord3"),
+    OpRow("linalg_vector_norm", cases((2, 3), kwargs={"ord": 1, "dim": 0}) + cases((2, 3), kwargs={"ord": math.inf})
+          + cases((2, 3), kwargs={"ord": -math.inf, "dim": -1}) + cases((2, 3), kwargs={"ord": 0}),
+          fn=ag.linalg.vector_norm, sample=distinct, node="LinalgVectorNormBackward0", variant="ord1_inf_0"),
+    OpRow("linalg_vector_norm", cases((2, 3), kwargs={"ord": 0.5}) + cases((2, 3), kwargs={"ord": -1.5, "dim": 1}),
+          fn=ag.linalg.vector_norm, sample=_POS, node="LinalgVectorNormBackward0", variant="fractional_negative"),
+    OpRow("linalg_matrix_norm", cases((3, 4), (2, 3, 4)), fn=ag.linalg.matrix_norm, ref=lambda a: np.linalg.norm(a, axis=(-2, -1)),
+          node="LinalgVectorNormBackward0"),
+    OpRow("linalg_matrix_norm", cases((3, 4), kwargs={"ord": "nuc"}) + cases((2, 3, 4), kwargs={"ord": 2})
+          + cases((3, 4), kwargs={"ord": -2}) + cases((2, 3, 4), kwargs={"ord": 2, "dim": (0, 2), "keepdim": True}),
+          fn=ag.linalg.matrix_norm, ref=lambda a, ord, dim=(-2, -1), keepdim=False: np.linalg.norm(a, ord, dim, keepdim),
+          variant="singular_values"),
+    OpRow("linalg_matrix_norm", cases((3, 4), kwargs={"ord": 1}) + cases((2, 3, 4), kwargs={"ord": -math.inf})
+          + cases((3, 4), kwargs={"ord": math.inf, "keepdim": True}) + cases((2, 3, 4), kwargs={"ord": -1, "dim": (2, 0)}),
+          fn=ag.linalg.matrix_norm, sample=distinct,
+          ref=lambda a, ord, dim=(-2, -1), keepdim=False: np.linalg.norm(a, ord, dim, keepdim), variant="sums"),
+    OpRow("linalg_norm", cases((3,), (2, 3), (2, 1, 3)), fn=ag.linalg.norm, ref=lambda a: np.linalg.norm(a.ravel()),
+          node="LinalgVectorNormBackward0"),
+    OpRow("linalg_norm", cases((3, 4), kwargs={"ord": "nuc"}) + cases((2, 3), kwargs={"ord": 3, "dim": 1})
+          + cases((4,), kwargs={"ord": 1}) + cases((2, 3, 4), kwargs={"dim": (0, 2), "keepdim": True}),
+          fn=ag.linalg.norm, sample=distinct, ref=lambda a, ord=None, dim=None, keepdim=False: np.linalg.norm(a, ord, dim, keepdim),
+          variant="ord_dim"),
+    OpRow("cdist", cases(((4, 3), (5, 3)), ((2, 1, 4, 3), (3, 5, 3))), node="CdistBackward0"),
+    OpRow("cdist", cases(((4, 3), (5, 3)), args=(1.0,)) + cases(((4, 3), (5, 3)), args=(3.0,))
+          + cases(((2, 4, 3), (5, 3)), args=(math.inf,)) + cases(((4, 3), (2, 5, 3)), args=(0.5,))
+          + cases(((4, 3), (5, 3)), args=(0.0,)), sample=distinct, node="CdistBackward0", variant="p"),
     # ----- nn ----------------------------------------------------------------------------------------
     OpRow("softmax", cases((3,), (2, 3), args=(-1,)) + cases((2, 3), args=(0,)), node="SoftmaxBackward0"),
     OpRow("log_softmax", cases((3,), (2, 3), args=(-1,)) + cases((2, 3), args=(0,)), node="LogSoftmaxBackward0"),

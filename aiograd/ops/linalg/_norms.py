@@ -1,0 +1,247 @@
+"""Vector and matrix norms: ``linalg.vector_norm`` (one node for every ``ord``, as torch),
+``linalg.matrix_norm`` (made from it, ``svdvals`` and the reductions) and ``linalg.norm``,
+which picks one of the two by ``ord`` and ``dim`` as torch does.
+
+NOTE [Norm primitives]: these are the norm primitives of aiograd; ``aiograd.norm`` (the
+reductions family's ``torch.norm``) is meant to reuse them rather than keep its own.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
+from ...tensor import Tensor, _resolve_dtype
+from .._common import graph_mode, wrap
+from ._decomp import linalg_svdvals
+from ._family import LINALG, dtype_name, records
+
+__all__ = ["linalg_vector_norm", "linalg_matrix_norm", "linalg_norm"]
+
+
+def _ord_text(ord: Any) -> str:
+    """``ord`` as torch prints it in messages (``inf``, ``-2``, ``0.5``)."""
+    if isinstance(ord, float) and math.isfinite(ord) and ord.is_integer():
+        return str(int(ord))
+    return str(ord)
+
+
+def _float_input(op: str, x: Tensor, dtype: Any) -> Tensor:
+    """``x`` checked (a float input) and cast to ``dtype`` (which may not narrow it), as torch."""
+    d = x._data
+    if d.dtype.kind not in "fc":
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_name(d.dtype)}")
+    if dtype is None:
+        return x
+    want = _resolve_dtype(dtype)
+    assert want is not None
+    if want.kind not in "fc":
+        raise RuntimeError(f"{op}: dtype should be floating point or complex, but got {dtype_name(want)}")
+    if np.promote_types(d.dtype, want) != want:
+        raise RuntimeError(f"{op}: the dtype of the input ({dtype_name(d.dtype)}) should be convertible without "
+                           f"narrowing to the specified dtype ({dtype_name(want)})")
+    return x if want == d.dtype else x.to(want)
+
+
+def _kept(r: Any, in_shape: Shape, dims: tuple[int, ...] | None, keepdim: bool) -> Any:
+    """A reduction's result (or its gradient) with the reduced dims back as size 1."""
+    if keepdim or not in_shape:
+        return r
+    shape = [1 if dims is None or i in dims else s for i, s in enumerate(in_shape)]
+    return r.reshape(tuple(shape))
+
+
+class LinalgVectorNormBackward0(Node):
+    """The gradient of ``||x||_ord`` (torch's rule at the edges): 0 for ord 0 (no gradient); ``sign(x)``
+    for ord 1; ``x / ||x||`` for ord 2; ``sign(x)`` shared evenly among the elements at the extreme for
+    ord inf/-inf; ``sign(x) |x|^(p-1) / ||x||^(p-1)`` otherwise, 0 where the norm (for ord < 1: the
+    element) is 0."""
+
+    __slots__ = ("x", "result", "ord", "in_shape", "dims", "keepdim")
+    x: Saved
+    result: Saved
+    ord: float
+    in_shape: Shape
+    dims: Any
+    keepdim: bool
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        p = self.ord
+        if p == 0:
+            return (None,)
+        g = grads[0]
+        graph = graph_mode(g)
+        x = unpack(self, self.x, graph)
+        r = _kept(unpack(self, self.result, graph), self.in_shape, self.dims, self.keepdim)
+        g = _kept(g, self.in_shape, self.dims, self.keepdim)
+        xd = x._data if graph else x
+        rd = r._data if graph else r
+        if p == 1:
+            return (np.sign(x) * g,)
+        if math.isinf(p):
+            at = np.abs(xd) == rd
+            share = (at / np.sum(at, axis=self.dims, keepdims=True)).astype(xd.dtype)
+            return (np.sign(x) * share * g,)
+        if p == 2:
+            scale = g / np.where(rd == 0, 1, r)
+            return (x * np.where(rd == 0, 0, scale),)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if p < 1:
+                scaled = np.sign(x) * np.where(xd == 0, 0, np.abs(np.where(xd == 0, 1, x)) ** (p - 1))
+                return (scaled * g * r ** (1 - p),)
+            scaled = np.sign(x) * np.abs(x) ** (p - 1)
+            scale = g / np.where(rd == 0, 1, r) ** (p - 1)
+            return (scaled * np.where(rd == 0, 0, scale),)
+
+
+def _number_ord(ord: Any) -> float:
+    if isinstance(ord, Tensor) and ord._data.size == 1:
+        return float(ord._data)
+    if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
+    return float(ord)
+
+
+def _norm_values(xd: np.ndarray, p: float, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    a = np.abs(xd)
+    if p == 0:
+        return np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
+    if p == math.inf:
+        return np.max(a, axis=dims, keepdims=keepdim)
+    if p == -math.inf:
+        return np.min(a, axis=dims, keepdims=keepdim)
+    if p == 1:
+        return np.sum(a, axis=dims, keepdims=keepdim)
+    if p == 2:
+        return np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
+    with np.errstate(divide="ignore"):
+        return np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1 / p)  # type: ignore[no-any-return]
+
+
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The vector ``ord``-norm of ``x`` over ``dim`` (all elements when None or empty)."""
+    from ..reduce import normalize_dims
+
+    p = _number_ord(ord)
+    x = _float_input("linalg.vector_norm", x, dtype)
+    xd = x._data
+    dims = normalize_dims(dim, xd.ndim)
+    if (p < 0 or math.isinf(p)) and xd.size == 0 or (p < 0 or math.isinf(p)) and dims is not None and any(
+            xd.shape[d] == 0 for d in dims):
+        if dims is None or xd.ndim == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on an empty tensor "
+                               "because the operation does not have an identity")
+        empty = next(d for d in dims if xd.shape[d] == 0)
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on the dimension {empty}"
+                           "because this dimension is empty and the operation does not have an identity")
+    res = _norm_values(xd, p, dims, keepdim)
+    real = np.empty(0, xd.dtype).real.dtype
+    out = wrap(np.asarray(res).astype(real, copy=False), x._device)
+    if records("linalg.vector_norm", x):
+        node = LinalgVectorNormBackward0(save(x), None, p, xd.shape, dims, keepdim)
+        link_one(node, x, out)
+        node.result = save_output(out)
+    return out
+
+
+@LINALG.op(nodes=(LinalgVectorNormBackward0,), method=False, export=False)
+def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
+                       dtype: Any = None) -> Tensor:
+    """``aiograd.linalg.vector_norm``: ``sum(|x|^ord)^(1/ord)`` over ``dim`` (all elements when None);
+    ord inf/-inf: the largest/smallest ``|x|``; ord 0: the number of nonzero elements. ``dtype`` (no
+    narrower than the input's) is the dtype it computes and returns in."""
+    return vector_norm(x, ord, dim, keepdim, dtype)
+
+
+def _matrix_dims(A: Tensor, dim: Any) -> tuple[int, int]:
+    from ..shape import _wrap_dim
+
+    if not isinstance(dim, (tuple, list)):
+        raise TypeError(f"linalg_matrix_norm(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+    d0, d1 = (_wrap_dim(d, A.ndim) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
+    return d0, d1
+
+
+_MATRIX_ORDS = (1, -1, 2, -2, math.inf, -math.inf)
+
+
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The matrix ``ord``-norm of ``A`` over the two dims ``dim``."""
+    from ..reduce import amax, amin, sum
+    from ..shape import movedim
+
+    if A._data.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    A = _float_input("linalg.matrix_norm", A, dtype)
+    d0, d1 = _matrix_dims(A, dim)
+    if isinstance(ord, str):
+        if ord not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    elif isinstance(ord, bool) or not isinstance(ord, numbers.Real) or float(ord) not in _MATRIX_ORDS:
+        raise RuntimeError(f"linalg.matrix_norm: Order {_ord_text(ord)} not supported.")
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        moved = movedim(A, (d0, d1), (-2, -1))
+        if ord == 2 and min(moved.shape[-2:]) == 0:  # an empty matrix's norm is 0 (for a positive ord), as torch
+            res: Tensor = sum(moved, (-2, -1))
+        elif ord == -2 and min(moved.shape[-2:]) == 0:
+            raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
+        else:
+            s = linalg_svdvals(moved)
+            res = sum(s, -1) if ord == "nuc" else (amax(s, -1) if ord == 2 else amin(s, -1))
+        if keepdim:
+            res = movedim(res.unsqueeze(-1).unsqueeze(-1), (-2, -1), (d0, d1))
+        return res
+    # 1 / -1: max/min column sum (sum over d0, then extreme over d1); inf / -inf: the other way
+    inner, outer = (d0, d1) if abs(float(ord)) == 1 else (d1, d0)
+    if not keepdim and outer > inner:
+        outer -= 1
+    extreme = amax if float(ord) > 0 else amin
+    if float(ord) > 0 and A._data.shape[d0] * A._data.shape[d1] == 0:
+        return sum(abs(A), (d0, d1), keepdim=keepdim)  # type: ignore[call-overload, no-any-return]
+    sums = sum(abs(A), inner, keepdim=keepdim)  # type: ignore[call-overload]
+    return extreme(sums, outer, keepdim=keepdim)  # type: ignore[no-any-return]
+
+
+@LINALG.op(nodes=(LinalgVectorNormBackward0,), method=False, export=False)
+def linalg_matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
+                       dtype: Any = None) -> Tensor:
+    """``aiograd.linalg.matrix_norm``: the matrix norm over the two dims ``dim``: ``ord`` 'fro'
+    (Frobenius), 'nuc' (sum of singular values), 2/-2 (largest/smallest singular value), 1/-1
+    (largest/smallest column sum of ``|A|``), inf/-inf (largest/smallest row sum)."""
+    return matrix_norm(A, ord, dim, keepdim, dtype)
+
+
+def _np_norm(x: Tensor, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
+    return linalg_norm(x, ord, axis, keepdims)
+
+
+@LINALG.op(nodes=(LinalgVectorNormBackward0,), method=False, export=False, functions=((np.linalg.norm, _np_norm),))
+def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """``aiograd.linalg.norm``: a vector norm when ``dim`` is an int or a 1-tuple (or, with ``dim`` None, for
+    a 1-D input; all elements when ``ord`` is None too), a matrix norm when ``dim`` is a 2-tuple (or for a
+    2-D input with ``dim`` None); a string ``ord`` always means a matrix norm."""
+    if dim is not None:
+        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        if len(dims) == 1 and not isinstance(ord, str):
+            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype)
+        if len(dims) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
+        return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype)
+    if ord is None:
+        return vector_norm(A, 2, None, keepdim, dtype)
+    if A._data.ndim not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
+                           f"{A._data.ndim}D.")
+    if A._data.ndim == 1 and not isinstance(ord, str):
+        return vector_norm(A, ord, None, keepdim, dtype)
+    return matrix_norm(A, ord, (-2, -1), keepdim, dtype)
