@@ -329,10 +329,10 @@ def _np_cholesky(a: Tensor, /, *, upper: bool = False) -> Tensor:
 
 @LINALG.op(nodes=(LinalgCholeskyExBackward0,), method=False, export=False,
            functions=((np.linalg.cholesky, _np_cholesky),))
-def linalg_cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+def linalg_cholesky(input: Tensor, *, upper: bool = False) -> Tensor:
     """``aiograd.linalg.cholesky``: lower triangular ``L`` with ``A = L L^T`` for a symmetric positive
     definite ``A`` (its lower triangle is read); ``upper=True``: ``U = L^T`` from the upper triangle."""
-    return _cholesky("linalg.cholesky", A, upper, LinalgCholeskyExBackward0)
+    return _cholesky("linalg.cholesky", input, upper, LinalgCholeskyExBackward0)
 
 
 @LINALG.op(nodes=(CholeskyBackward0,))
@@ -394,18 +394,18 @@ def _eigh(A: Tensor, UPLO: str, op: str) -> tuple[Tensor, Tensor]:
 
 
 @LINALG.op(nodes=(LinalgEighBackward0,), method=False, export=False, functions=(np.linalg.eigh,))
-def linalg_eigh(A: Tensor, UPLO: str = "L") -> _returns.linalg_eigh:
+def linalg_eigh(input: Tensor, UPLO: str = "L") -> _returns.linalg_eigh:
     """``aiograd.linalg.eigh``: eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric
     matrix, read from its lower (``UPLO='L'``) or upper triangle. See NOTE [Factorization gradients]."""
-    return _returns.linalg_eigh(*_eigh(A, UPLO, "linalg.eigh"))
+    return _returns.linalg_eigh(*_eigh(input, UPLO, "linalg.eigh"))
 
 
 @LINALG.op(nodes=(LinalgEighBackward0,), method=False, export=False, functions=(np.linalg.eigvalsh,))
-def linalg_eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+def linalg_eigvalsh(input: Tensor, UPLO: str = "L") -> Tensor:
     """``aiograd.linalg.eigvalsh``: the eigenvalues (ascending) of a symmetric matrix (smooth where they repeat)."""
-    if records("linalg.eigvalsh", A):
-        return _eigh(A, UPLO, "linalg.eigvalsh")[0]
+    if records("linalg.eigvalsh", input):
+        return _eigh(input, UPLO, "linalg.eigvalsh")[0]
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-    d = _eigh_input("linalg.eigvalsh", A)
-    return wrap(np.linalg.eigvalsh(d, UPLO=UPLO), A._device)  # type: ignore[call-overload]
+    d = _eigh_input("linalg.eigvalsh", input)
+    return wrap(np.linalg.eigvalsh(d, UPLO=UPLO), input._device)  # type: ignore[call-overload]

@@ -106,7 +106,8 @@ def _np_pinv(a: Tensor, rcond: Any = None, hermitian: bool = False, *, rtol: Any
 
 
 @LINALG.op(nodes=(LinalgPinvBackward0,), method=False, export=False, functions=((np.linalg.pinv, _np_pinv),))
-def linalg_pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None, rtol: Any = None) -> Tensor:
+def linalg_pinv(input: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: Any = None,
+                rtol: Any = None) -> Tensor:
     """``aiograd.linalg.pinv``: the Moore-Penrose pseudoinverse; singular values at or below
     ``max(atol, rtol * largest)`` count as zero (``rtol`` defaults to ``eps * max(m, n)`` unless a positive
     ``atol`` is given). ``rcond`` (positional, legacy) is ``rtol``; ``hermitian=True`` uses ``eigh``.
@@ -115,7 +116,7 @@ def linalg_pinv(A: Tensor, rcond: Any = None, hermitian: bool = False, *, atol: 
         if atol is not None or rtol is not None:
             raise TypeError("linalg_pinv(): pass the tolerance as rcond (legacy) or as atol/rtol, not both")
         rtol = rcond
-    return _pinv(A, atol, rtol, hermitian)
+    return _pinv(input, atol, rtol, hermitian)
 
 
 @LINALG.op(nodes=(LinalgPinvBackward0,))
@@ -207,15 +208,15 @@ def _solve_one(a: np.ndarray, b: np.ndarray, cond: float, driver: str) -> tuple[
 
 
 @LINALG.op(nodes=(LinalgLstsqBackward0,), method=False, export=False)
-def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
+def linalg_lstsq(input: Tensor, b: Tensor, rcond: float | None = None, *,
                  driver: str | None = None) -> _returns.linalg_lstsq:
     """``aiograd.linalg.lstsq``: ``X`` minimizing ``||A X - B||`` for each matrix of a batch (batch dims
     broadcast; ``B`` of one dim less is a batch of vectors). Fields as torch's for each driver (default
     'gelsy'): ``residuals``, the squared residual norms, only when ``m > n``, every matrix has full rank and
     the driver is not 'gelsy' (else empty); ``rank`` except for 'gels'; ``singular_values`` for 'gelsd' and
     'gelss'. ``rcond`` defaults to ``eps * max(m, n)``."""
-    ad, bm, vector, driver = _lstsq_checks(A, B, driver)
-    device = common_device(A, B)
+    ad, bm, vector, driver = _lstsq_checks(input, b, driver)
+    device = common_device(input, b)
     m, n = ad.shape[-2:]
     k = bm.shape[-1]
     batch = broadcast_shapes(bm.shape[:-2], ad.shape[:-2])
@@ -223,7 +224,7 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     nb = math.prod(batch)
     a_all = np.broadcast_to(ad, batch + (m, n)).reshape((nb, m, n))
     b_all = np.broadcast_to(bm, batch + (m, k)).reshape((nb, m, k))
-    solved = [_solve_one(a, b, cond, driver) for a, b in zip(a_all, b_all)]
+    solved = [_solve_one(aa, bb, cond, driver) for aa, bb in zip(a_all, b_all)]
     x = np.stack([s[0] for s in solved]).reshape(batch + (n, k)).astype(ad.dtype, copy=False) if solved else \
         np.zeros(batch + (n, k), ad.dtype)
     # rank and singular values are A's (its own batch shape), residuals the broadcast problems'
@@ -243,9 +244,9 @@ def linalg_lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *,
     if vector:
         x = x[..., 0]
     solution, residuals = wrap(np.ascontiguousarray(x), device), wrap(res, device)
-    if records("linalg.lstsq", A, B):
-        node = LinalgLstsqBackward0(save(A), save(B), None, vector, ad.shape, B._data.shape)
-        record(node, (A, B), (solution, residuals))
+    if records("linalg.lstsq", input, b):
+        node = LinalgLstsqBackward0(save(input), save(b), None, vector, ad.shape, b._data.shape)
+        record(node, (input, b), (solution, residuals))
         node.x = save_output(solution)
         node.work = 6 * a_all.size * min(m, n)
     return _returns.linalg_lstsq(solution, residuals, wrap(rank, device), wrap(sv, device))

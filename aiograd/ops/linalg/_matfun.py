@@ -82,9 +82,9 @@ def matrix_power(input: Tensor, n: int) -> Tensor:
 
 
 @LINALG.op(nodes=(MmBackward0, LinalgInvExBackward0), method=False, export=False)
-def linalg_matrix_power(A: Tensor, n: int) -> Tensor:
+def linalg_matrix_power(input: Tensor, n: int) -> Tensor:
     """``aiograd.linalg.matrix_power``: ``A`` to the integer power ``n`` (see ``aiograd.matrix_power``)."""
-    return _matrix_power(A, n)
+    return _matrix_power(input, n)
 
 
 def expm(a: Any) -> Any:
@@ -146,6 +146,6 @@ def matrix_exp(input: Tensor) -> Tensor:
 
 
 @LINALG.op(nodes=(LinalgMatrixExpBackward0,), method=False, export=False)
-def linalg_matrix_exp(A: Tensor) -> Tensor:
+def linalg_matrix_exp(input: Tensor) -> Tensor:
     """``aiograd.linalg.matrix_exp``: the matrix exponential (see ``aiograd.matrix_exp``)."""
-    return _matrix_exp(A)
+    return _matrix_exp(input)

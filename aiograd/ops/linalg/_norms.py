@@ -213,12 +213,12 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
 
 
 @LINALG.op(nodes=(LinalgVectorNormBackward0,), method=False, export=False)
-def linalg_matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
+def linalg_matrix_norm(input: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
                        dtype: Any = None) -> Tensor:
     """``aiograd.linalg.matrix_norm``: the matrix norm over the two dims ``dim``: ``ord`` 'fro'
     (Frobenius), 'nuc' (sum of singular values), 2/-2 (largest/smallest singular value), 1/-1
     (largest/smallest column sum of ``|A|``), inf/-inf (largest/smallest row sum)."""
-    return matrix_norm(A, ord, dim, keepdim, dtype)
+    return matrix_norm(input, ord, dim, keepdim, dtype)
 
 
 def _np_norm(x: Tensor, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -226,22 +226,22 @@ def _np_norm(x: Tensor, ord: Any = None, axis: Any = None, keepdims: bool = Fals
 
 
 @LINALG.op(nodes=(LinalgVectorNormBackward0,), method=False, export=False, functions=((np.linalg.norm, _np_norm),))
-def linalg_norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def linalg_norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """``aiograd.linalg.norm``: a vector norm when ``dim`` is an int or a 1-tuple (or, with ``dim`` None, for
     a 1-D input; all elements when ``ord`` is None too), a matrix norm when ``dim`` is a 2-tuple (or for a
     2-D input with ``dim`` None); a string ``ord`` always means a matrix norm."""
     if dim is not None:
         dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         if len(dims) == 1 and not isinstance(ord, str):
-            return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype)
+            return vector_norm(input, 2 if ord is None else ord, dims, keepdim, dtype)
         if len(dims) not in (1, 2):
             raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
-        return matrix_norm(A, "fro" if ord is None else ord, dims, keepdim, dtype)
+        return matrix_norm(input, "fro" if ord is None else ord, dims, keepdim, dtype)
     if ord is None:
-        return vector_norm(A, 2, None, keepdim, dtype)
-    if A._data.ndim not in (1, 2):
+        return vector_norm(input, 2, None, keepdim, dtype)
+    if input._data.ndim not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
-                           f"{A._data.ndim}D.")
-    if A._data.ndim == 1 and not isinstance(ord, str):
-        return vector_norm(A, ord, None, keepdim, dtype)
-    return matrix_norm(A, ord, (-2, -1), keepdim, dtype)
+                           f"{input._data.ndim}D.")
+    if input._data.ndim == 1 and not isinstance(ord, str):
+        return vector_norm(input, ord, None, keepdim, dtype)
+    return matrix_norm(input, ord, (-2, -1), keepdim, dtype)
