@@ -16,13 +16,14 @@ live in the linalg op table (aiograd/ops/linalg); this module names them as
 from __future__ import annotations
 
 from .ops._common import checked
-from .ops.linalg import _cross, _decomp, _lstsq, _matfun, _norms, _solve
+from .ops.linalg import _cross, _decomp, _lstsq, _matfun, _norms, _products, _solve
 from .ops.linalg import matmul
 from .ops.linalg._family import LinAlgError
 
 __all__ = [
     "LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_exp",
-    "matrix_norm", "matrix_power", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+    "matrix_norm", "matrix_power", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vecdot",
+    "vector_norm",
 ]
 
 cholesky = checked(_decomp.linalg_cholesky)
@@ -35,6 +36,7 @@ lstsq = checked(_lstsq.linalg_lstsq)
 matrix_exp = checked(_matfun.linalg_matrix_exp)
 matrix_norm = checked(_norms.linalg_matrix_norm)
 matrix_power = checked(_matfun.linalg_matrix_power)
+multi_dot = _products.linalg_multi_dot
 norm = checked(_norms.linalg_norm)
 pinv = checked(_lstsq.linalg_pinv)
 qr = checked(_decomp.linalg_qr)
@@ -42,4 +44,5 @@ slogdet = checked(_solve.linalg_slogdet)
 solve = checked(_solve.linalg_solve)
 svd = checked(_decomp.linalg_svd)
 svdvals = checked(_decomp.linalg_svdvals)
+vecdot = checked(_products.linalg_vecdot)
 vector_norm = checked(_norms.linalg_vector_norm)

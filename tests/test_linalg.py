@@ -106,6 +106,12 @@ ERRORS = [
     (lambda: ag.cdist(c64(np.ones((2, 3))), c64(np.ones((2, 3))), compute_mode="fast"), ValueError,
      "fast is not a valid value for compute_mode"),
     (lambda: ag.linalg.inv([[1.0]]), TypeError, "linalg_inv(): argument 'A' (position 1) must be Tensor, not list"),
+    (lambda: ag.linalg.vecdot(c64(np.ones(3)), ag.ones(3)), RuntimeError,
+     "linalg.vecdot: Expected x and y to have the same dtype, but found x of type Double and y of type Float instead"),
+    (lambda: ag.linalg.multi_dot([c64(np.ones((3, 4))), c64(np.ones((5, 2)))]), RuntimeError,
+     "multi_dot(): tensors 0 and 1 with shapes [3, 4] and [5, 2] cannot be multiplied"),
+    (lambda: ag.linalg.multi_dot([c64(np.ones((3, 4)))]), RuntimeError,
+     "multi_dot(): expected at least 2 tensors but got 1"),
 ]
 
 

@@ -1,6 +1,6 @@
 """Matrix products and their derivative rules: matmul (1-D, 2-D, batched, broadcast batch dims),
-mm, bmm, mv, dot, vdot, and the fused ``beta * input + alpha * product`` family (addmm, addmv,
-baddbmm, addbmm)."""
+mm, bmm, mv, dot, vdot, the fused ``beta * input + alpha * product`` family (addmm, addmv,
+baddbmm, addbmm), and ``linalg.vecdot`` and ``linalg.multi_dot`` made of them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from .._common import common_device, graph_mode, is_operand, needs_grad, operand
 from ._family import LINALG, dtype_name, records
 from ._matrix import mT
 
-__all__ = ["matmul", "mm", "bmm", "dot", "vdot", "mv", "addmm", "addmv", "baddbmm", "addbmm"]
+__all__ = ["matmul", "mm", "bmm", "dot", "vdot", "mv", "addmm", "addmv", "baddbmm", "addbmm", "linalg_vecdot",
+           "linalg_multi_dot"]
 
 
 class MmBackward0(Node):
@@ -422,3 +423,83 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
     _same_dtype("expected scalar type {} but found {}", b1, b2)
     product = np.einsum("bij,bjk->ik", b1, b2) if b1.shape[0] else np.zeros((b1.shape[1], b2.shape[2]), b1.dtype)
     return _add_product(AddbmmBackward0, input, batch1, batch2, product, beta, alpha, False)
+
+
+# ----- linalg.vecdot, linalg.multi_dot: made of the products above ------------------------------
+
+
+@LINALG.op(nodes=(VdotBackward0,), method=False, export=False)
+def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """``aiograd.linalg.vecdot``: ``sum(conj(x) * y, dim)``, batch dims broadcast (``vdot`` for two vectors)."""
+    from ..reduce import sum
+
+    xd, yd = x._data, y._data
+    if xd.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                           f"{dtype_name(xd.dtype)}")
+    if xd.dtype != yd.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{dtype_name(xd.dtype)} and y of type {dtype_name(yd.dtype)} instead")
+    if xd.ndim == 1 and yd.ndim == 1 and dim in (0, -1):
+        return vdot(x, y)
+    if xd.dtype.kind == "c":
+        records("linalg.vecdot", x, y)  # refuses complex operands that require grad
+        x = Tensor._wrap(np.conj(xd), x._device)
+    return sum(x * y, dim)  # type: ignore[operator, no-any-return]
+
+
+def _chain_order(dims: list[int]) -> list[list[int]]:
+    """The split points of the cheapest parenthesization of a chain of matrices of shapes
+    ``(dims[i], dims[i + 1])`` (the classic dynamic programme, as numpy's ``multi_dot``)."""
+    n = len(dims) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = -1
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] < 0 or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+@LINALG.op(nodes=(MmBackward0,), method=False, export=False)
+def linalg_multi_dot(tensors: Any) -> Tensor:
+    """``aiograd.linalg.multi_dot``: the product of a chain of matrices, in the cheapest order; the first
+    may be a row vector and the last a column vector (1-D), as ``matmul`` treats them."""
+    ts = list(tensors)
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    for i, t in enumerate(ts):
+        if not isinstance(t, Tensor):
+            raise operand_error("linalg_multi_dot", "tensors", 1, t)
+        nd = t._data.ndim
+        where = "first" if i == 0 else "last" if i == len(ts) - 1 else None
+        if where is not None and nd not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the {where} tensor must be 1D or 2D but got {nd}D")
+        if where is None and nd != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {nd}D")
+        if t._data.dtype != ts[0]._data.dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{dtype_name(ts[0]._data.dtype).lower()} and tensor {i} "
+                               f"{dtype_name(t._data.dtype).lower()}")
+    row, col = ts[0]._data.ndim == 1, ts[-1]._data.ndim == 1
+    mats = [ts[0].unsqueeze(0) if row else ts[0], *ts[1:-1], ts[-1].unsqueeze(-1) if col else ts[-1]]
+    for i in range(len(mats) - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(ts[i].shape)} and "
+                               f"{list(ts[i + 1].shape)} cannot be multiplied")
+    split = _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]])
+
+    def chain(i: int, j: int) -> Tensor:
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return matmul(chain(i, k), chain(k + 1, j))
+
+    out = chain(0, len(mats) - 1)
+    if row and col:
+        return out.reshape(())
+    return out.squeeze(0) if row else (out.squeeze(-1) if col else out)
