@@ -132,7 +132,7 @@ m = ag.tensor([[1.0, 2.0], [3.0, 4.0]])
 OTHER_ARGUMENTS = [
     (lambda: m.mm(None), TypeError, "mm(): argument 'mat2' (position 2) must be Tensor, not NoneType"),
     (lambda: m.bmm("a"), TypeError, "bmm(): argument 'mat2' (position 2) must be Tensor, not str"),
-    (lambda: m[0].dot("a"), TypeError, "dot(): argument 'other' (position 2) must be Tensor, not str"),
+    (lambda: m[0].dot("a"), TypeError, "dot(): argument 'tensor' (position 2) must be Tensor, not str"),
     (lambda: m.clone().copy_(None), TypeError, "copy_(): argument 'src' (position 1) must be Tensor, not NoneType"),
     (lambda: m.clone().fill_("a"), TypeError, "fill_(): argument 'value' (position 1) must be Tensor, not str"),
     (lambda: m.masked_fill(m > 1, "a"), TypeError, "masked_fill(): argument 'value' (position 3) must be Tensor, not str"),
