@@ -154,6 +154,7 @@ def test_values_match_torch():
                                                                  [14.883943678874822, 28.065450774803118]])
     assert ag.linalg.matrix_norm(c64(np.ones((0, 3))), 2).item() == 0.0  # empty: 0, as torch
     assert ag.det(c64(np.ones((0, 0)))).item() == 1.0
+    assert ag.linalg.vector_norm(c64(np.ones((2, 0))), math.inf, dim=0).shape == (0,)  # no empty reduction
 
 
 def _grad(f, x):

@@ -130,14 +130,14 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
     x = _float_input("linalg.vector_norm", x, dtype)
     xd = x._data
     dims = normalize_dims(dim, xd.ndim)
-    if (p < 0 or math.isinf(p)) and xd.size == 0 or (p < 0 or math.isinf(p)) and dims is not None and any(
-            xd.shape[d] == 0 for d in dims):
-        if dims is None or xd.ndim == 0:
+    if (p < 0 or math.isinf(p)) and xd.size == 0:  # a reduction without an identity over nothing
+        if dims is None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on an empty tensor "
                                "because the operation does not have an identity")
-        empty = next(d for d in dims if xd.shape[d] == 0)
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on the dimension {empty}"
-                           "because this dimension is empty and the operation does not have an identity")
+        empty = next((d for d in dims if xd.shape[d] == 0), None)
+        if empty is not None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on the dimension "
+                               f"{empty}because this dimension is empty and the operation does not have an identity")
     res = _norm_values(xd, p, dims, keepdim)
     real = np.empty(0, xd.dtype).real.dtype
     out = wrap(np.asarray(res).astype(real, copy=False), x._device)
