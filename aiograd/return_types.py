@@ -1,7 +1,9 @@
 """The named tuples returned by ops with several results, named as torch's ``torch.return_types``.
 
 ``values, indices = x.sort()`` unpacks as a tuple; ``x.sort().indices`` reads a field by
-name. Each op has its own class (``type(x.sort()).__name__ == "sort"``), as in torch.
+name. Each op has its own class (``type(x.sort()).__name__ == "sort"``), as in torch; the
+linalg ops' classes carry torch's names too (``linalg_svd`` for ``linalg.svd``, ``svd`` for
+the legacy ``svd``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,10 @@ from typing import NamedTuple
 
 from .tensor import Tensor
 
-__all__ = ["max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "aminmax"]
+__all__ = [
+    "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin", "aminmax",
+    "svd", "linalg_svd", "qr", "linalg_qr", "linalg_eigh", "slogdet", "linalg_slogdet", "linalg_lstsq",
+]
 
 
 class _ValuesIndices(NamedTuple):
@@ -84,3 +89,62 @@ class aminmax(NamedTuple):
     min: Tensor
     max: Tensor
 
+
+class linalg_svd(NamedTuple):
+    """``(U, S, Vh)`` of ``linalg.svd``: ``A = U diag(S) Vh``."""
+
+    U: Tensor
+    S: Tensor
+    Vh: Tensor
+
+
+class svd(NamedTuple):
+    """``(U, S, V)`` of the legacy ``svd``: ``V`` is ``Vh`` transposed."""
+
+    U: Tensor
+    S: Tensor
+    V: Tensor
+
+
+class linalg_qr(NamedTuple):
+    """``(Q, R)`` of ``linalg.qr``."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class qr(NamedTuple):
+    """``(Q, R)`` of the legacy ``qr``."""
+
+    Q: Tensor
+    R: Tensor
+
+
+class linalg_eigh(NamedTuple):
+    """``(eigenvalues, eigenvectors)`` of ``linalg.eigh``."""
+
+    eigenvalues: Tensor
+    eigenvectors: Tensor
+
+
+class slogdet(NamedTuple):
+    """``(sign, logabsdet)`` of ``slogdet``."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class linalg_slogdet(NamedTuple):
+    """``(sign, logabsdet)`` of ``linalg.slogdet``."""
+
+    sign: Tensor
+    logabsdet: Tensor
+
+
+class linalg_lstsq(NamedTuple):
+    """``(solution, residuals, rank, singular_values)`` of ``linalg.lstsq``."""
+
+    solution: Tensor
+    residuals: Tensor
+    rank: Tensor
+    singular_values: Tensor

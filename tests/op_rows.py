@@ -376,8 +376,9 @@ ROWS: list[OpRow] = [
         for p in (1, 3, 0.5, -1, np.inf, -np.inf)
     ],
     OpRow("norm", cases((2, 3), kwargs={"p": 0, "dim": 1}), node="LinalgVectorNormBackward0", variant="p0"),
-    OpRow("norm", cases((3, 2), (2, 2, 3), kwargs={"p": "nuc", "dim": (0, 1)}), node="SumBackward1", gradgrad=False,
-          variant="nuclear"),
+    # torch names this node SumBackward1 (its sum over dims); aiograd's sum is SumBackward0 for every dim
+    OpRow("norm", cases((3, 2), (2, 2, 3), kwargs={"p": "nuc", "dim": (0, 1)}) + cases((2, 3), kwargs={"p": "nuc"}),
+          node="SumBackward0", variant="nuclear"),
     OpRow("nansum", REDUCE, ref=lambda a, dim=None, keepdim=False: np.nansum(a, axis=dim, keepdims=keepdim),
           node="NansumBackward0"),
     OpRow("nanmean", REDUCE, ref=lambda a, dim=None, keepdim=False: np.nanmean(a, axis=dim, keepdims=keepdim),

@@ -99,6 +99,15 @@ ERRORS = [
     (lambda: ag.linalg.matrix_norm(c64(np.ones((3, 3))), 3), RuntimeError, "linalg.matrix_norm: Order 3 not supported."),
     (lambda: ag.linalg.matrix_norm(c64(np.ones((3, 3))), dim=(0, -2)), RuntimeError,
      "linalg.matrix_norm: dims must be different. Got (0, 0)"),
+    (lambda: ag.linalg.vector_norm(c64(np.ones((0, 3))), -1, dim=(1, -2)), RuntimeError,  # the dim as given
+     "linalg.vector_norm cannot compute the -1 norm on the dimension -2because this dimension is empty and the "
+     "operation does not have an identity"),
+    # torch's order of checks: ord, then A (no float16 where an SVD is needed, even for an empty matrix), then dim
+    (lambda: ag.linalg.matrix_norm(c64(np.ones(3)), "foo"), RuntimeError, "linalg.matrix_norm: Order foo not supported."),
+    (lambda: ag.linalg.matrix_norm(ag.ones(0, 3, dtype=ag.float16), 2, dim=(0,)), RuntimeError,
+     "linalg.matrix_norm: Low precision dtypes not supported. Got Half"),
+    (lambda: ag.linalg.matrix_norm(ag.ones(2, 3, dtype=ag.float16), 1, dim=(0,)), RuntimeError,
+     "linalg.matrix_norm: dim must be a 2-tuple. Got 0"),
     (lambda: ag.linalg.norm(c64(np.ones((2, 2, 2))), 2), RuntimeError,
      "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got 3D."),
     (lambda: ag.cdist(c64(np.ones((2, 3))), c64(np.ones((2, 4)))), RuntimeError,
@@ -138,6 +147,12 @@ def test_returned_fields_are_torchs():
     assert ag.linalg.svd(a)._fields == ("U", "S", "Vh") and ag.svd(a)._fields == ("U", "S", "V")
     assert ag.linalg.qr(a)._fields == ("Q", "R") and ag.linalg.qr(a, mode="r").Q.shape == (0,)
     assert ag.linalg.eigh(a[:3]).eigenvectors.shape == (3, 3) and ag.slogdet(a[:3])._fields == ("sign", "logabsdet")
+    # one class each, in aiograd.return_types, with torch's names (torch.return_types.linalg_svd, ...)
+    results = {"linalg_svd": ag.linalg.svd(a), "svd": ag.svd(a), "linalg_qr": ag.linalg.qr(a), "qr": ag.qr(a),
+               "linalg_eigh": ag.linalg.eigh(a[:3]), "slogdet": ag.slogdet(a[:3]),
+               "linalg_slogdet": ag.linalg.slogdet(a[:3]), "linalg_lstsq": r}
+    for name, result in results.items():
+        assert type(result) is getattr(ag.return_types, name) and type(result).__name__ == name
 
 
 def test_values_match_torch():

@@ -375,8 +375,33 @@ def test_norm_matrix_orders_dtype_and_errors():
         ag.norm(ag.ones(2, 2), "foo")
     with pytest.raises(RuntimeError, match="cannot compute the inf norm on an empty tensor"):
         ag.norm(ag.zeros(0), np.inf)
+    with pytest.raises(RuntimeError, match="dim must be a 2-tuple. Got 0$"):  # an int dim is a 1-list, as torch
+        ag.norm(ag.ones(2, 2), "nuc", 0)
+    with pytest.raises(RuntimeError, match=r"the dtype of the input \(Double\) should be convertible without narrowing"):
+        ag.norm(ag.ones(2, dtype=ag.float64), dtype=ag.float32)
     x = _t([1.0, 2.0])
     assert ag.grad_sync(ag.norm(x, 0), [x], allow_unused=True) == (None,)  # no gradient, as torch
+
+
+def test_norm_of_float16_accumulates_in_float32():
+    """torch's values: the sum and the squares are float32's, rounded to float16 once."""
+    tenth = ag.full((1000,), 0.1, dtype=ag.float16)
+    assert ag.norm(tenth, 1).item() == 100.0 and ag.norm(tenth, 1).dtype == np.float16
+    assert ag.norm(ag.full((2, 3), 300.0, dtype=ag.float16)).item() == 735.0  # 300 ** 2 is past float16's range
+    assert ag.norm(ag.full((30000,), 300.0, dtype=ag.float16)).item() == 51968.0
+    assert ag.linalg.vector_norm(tenth, 0.5).item() == np.inf  # past float16's range: inf, without a warning
+
+
+async def test_inf_norm_gradient_counts_nan_as_the_extreme():
+    """torch's rule: a NaN norm shares its gradient among its NaN elements, whose sgn is 0: zeros, not
+    NaN spread over the row by 0 / 0."""
+    for p in (np.inf, -np.inf):
+        x = _t([[1.0, np.nan, 3.0, np.nan], [1.0, -3.0, 3.0, 0.0]])
+        out = ag.norm(x, p, 1)
+        assert np.isnan(out.tolist()[0])
+        await out.sum().backward()
+        want = [[0.0] * 4, [0.0, -0.5, 0.5, 0.0] if p > 0 else [0.0, 0.0, 0.0, 0.0]]
+        np.testing.assert_array_equal(x.grad.numpy(), want)
 
 
 def test_all_and_any_keep_uint8():

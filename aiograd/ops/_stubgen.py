@@ -55,7 +55,6 @@ _IMPORTS = {
     "Generator": "from ._generator import Generator",
     "memory_format": "from ._memory_format import memory_format",
     "return_types": "from . import return_types",
-    "_returns": "from .ops.linalg import _returns",  # the named tuples of the linalg ops
 }
 _BUILTINS = {n for n in dir(builtins) if isinstance(getattr(builtins, n), type)} | {"None"}
 # dunders that legitimately return a Tensor where object's return bool

@@ -8,7 +8,6 @@ written in numpy terms work on Tensors (NOTE [One rule for both modes]).
 from __future__ import annotations
 
 import builtins
-import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,6 +18,7 @@ from ..tensor import Tensor, _resolve_dtype, get_default_dtype
 from ._common import grad_enabled, torch_dtype_name, wrap
 from ._table import OpTable
 from .elementwise import maximum, minimum, where
+from .linalg._norms import LinalgVectorNormBackward0, matrix_norm, vector_norm
 
 REDUCE = OpTable("reduce")
 Dims = Any  # tuple[int, ...] | None: normalized reduction dims (None: all)
@@ -873,159 +873,21 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = No
 
 
 # ----- norm ---------------------------------------------------------------------------------
-# NOTE [Norm primitives]: ``vector_norm`` (one node, LinalgVectorNormBackward0, for every ord,
-# as torch) and ``matrix_norm`` are the primitives ``norm`` is made of. aiograd.linalg (the
-# linalg family) is to own them; until it does, these are their stand-ins, and ``norm``
-# should then call that family's instead (its public behaviour is torch.norm's either way).
-
-
-def _ord_text(ord: float) -> str:
-    """``ord`` as torch prints it (``inf``, ``-1``, ``0.5``)."""
-    return str(int(ord)) if math.isfinite(ord) and ord == int(ord) else str(ord)
-
-
-class LinalgVectorNormBackward0(Node):
-    """The gradient of ``||x||_ord`` over ``dims`` (torch's norm_backward): none for ord 0; ``sign(x) g``
-    for ord 1; ``x g / ||x||`` for ord 2; ``sign(x) g`` shared evenly among the elements at the
-    extreme for ord +-inf; ``sign(x) |x|^(p-1) g / ||x||^(p-1)`` otherwise (where the norm, or for
-    ord < 1 the element, is 0: 0)."""
-
-    __slots__ = ("x", "result", "ord", "in_shape", "dims", "keepdim")
-    x: Saved
-    result: Saved
-    ord: float
-    in_shape: Shape
-    dims: Dims
-    keepdim: bool
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g, x, r, graph = _unpack_with_kept_dims(self, grads[0])
-        p = self.ord
-        xd = x._data if graph else x
-        rd = r._data if graph else r
-        if p == 0:
-            return (None,)  # no gradient (torch's is undefined, not zeros)
-        if p == 1:
-            return (np.sign(x) * g,)
-        if math.isinf(p):  # amax/amin of |x|, NaN counting as the extreme
-            at = (np.abs(xd) == rd) | np.isnan(xd)
-            return (np.sign(x) * ((g / np.sum(at, axis=self.dims, keepdims=True).astype(xd.dtype)) * at),)
-        zero = rd == 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            if p == 2:
-                return (x * np.where(zero, 0, g / np.where(zero, 1, r)),)
-            if p < 1:
-                scaled = np.sign(x) * np.where(xd == 0, 0, np.abs(np.where(xd == 0, 1, x)) ** (p - 1))
-                return (scaled * g * r ** (1 - p),)
-            scaled = (x * np.abs(x) ** (p - 2)) if p >= 2 else np.sign(x) * np.abs(x) ** (p - 1)
-            return (scaled * np.where(zero, 0, g / np.where(zero, 1, r) ** (p - 1)),)
-
-
-def vector_norm(input: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *,
-                dtype: Any = None) -> Tensor:
-    """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all elements by default); ord inf/-inf: the largest/
-    smallest ``|x|``, ord 0: the count of nonzero elements (NOTE [Norm primitives])."""
-    xd = input._data
-    if xd.dtype.kind not in "fc":
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{torch_dtype_name(xd.dtype)}")
-    if dtype is not None:
-        input = input.to(_resolve_dtype(dtype))
-        xd = input._data
-    p = float(ord)
-    dims = normalize_dims(dim, xd.ndim)
-    if (p < 0 or math.isinf(p)) and xd.size == 0:
-        if dims is None:
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(p)} norm on an empty tensor "
-                               "because the operation does not have an identity")
-        empty = next((d for d in dims if xd.shape[d] == 0), None)
-        if empty is not None:
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(p)} norm on the dimension "
-                               f"{empty}because this dimension is empty and the operation does not have an identity")
-    a = np.abs(xd)
-    real = a.dtype
-    a = a.astype(accumulation_dtype(real), copy=False)
-    with np.errstate(divide="ignore", over="ignore"):
-        if p == 0:
-            res = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
-        elif p == math.inf:
-            res = np.max(a, axis=dims, keepdims=keepdim)
-        elif p == -math.inf:
-            res = np.min(a, axis=dims, keepdims=keepdim)
-        elif p == 1:
-            res = np.sum(a, axis=dims, keepdims=keepdim)
-        elif p == 2:
-            res = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
-        else:
-            res = np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1 / p)
-    out = wrap(np.asarray(res).astype(real, copy=False), input._device)
-    if input._requires_grad and grad_enabled():
-        link_one(LinalgVectorNormBackward0(save(input), save_output(out), p, xd.shape, dims, keepdim), input, out)
-    return out
-
-
-class _NuclearNormBackward(Node):
-    """The nuclear norm's gradient ``g U Vh`` (first order only: its second order needs the SVD's
-    derivative, aiograd.linalg's; NOTE [Norm primitives])."""
-
-    __slots__ = ("uvh", "keep_shape")
-    uvh: np.ndarray
-    keep_shape: Shape
-
-    def name(self) -> str:
-        return "SumBackward1"
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        if g.__class__ is Tensor:
-            raise RuntimeError("the second derivative of the nuclear norm needs aiograd.linalg.svdvals")
-        return (g.reshape(self.keep_shape) * self.uvh,)
-
-
-def matrix_norm(input: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
-                dtype: Any = None) -> Tensor:
-    """The Frobenius ('fro') or nuclear ('nuc', the sum of singular values) norm over the two dims
-    ``dim`` (NOTE [Norm primitives])."""
-    from .shape import _wrap_dim
-
-    xd = input._data
-    if xd.ndim < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if xd.dtype.kind not in "fc":
-        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{torch_dtype_name(xd.dtype)}")
-    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    if len(dims) != 2:
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
-    d0, d1 = (_wrap_dim(d, xd.ndim) for d in dims)
-    if ord == "fro":
-        return vector_norm(input, 2, (d0, d1), keepdim, dtype=dtype)
-    if ord != "nuc":
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    if dtype is not None:
-        input = input.to(_resolve_dtype(dtype))  # type: ignore[attr-defined]
-        xd = input._data
-    moved = np.moveaxis(xd, (d0, d1), (-2, -1))
-    u, sv, vh = np.linalg.svd(moved, full_matrices=False)
-    res = np.sum(sv, axis=-1)
-    keep_shape = _keep_shape(xd.shape, (d0, d1))
-    out = wrap(np.asarray(res.reshape(keep_shape) if keepdim else res).astype(xd.dtype, copy=False), input._device)
-    if input._requires_grad and grad_enabled():
-        uvh = np.moveaxis(u @ vh, (-2, -1), (d0, d1))
-        link_one(_NuclearNormBackward(uvh, keep_shape), input, out)
-    return out
 
 
 @REDUCE.op(nodes=(LinalgVectorNormBackward0,))
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     """torch.norm: a number ``p`` (None: 2) is the vector p-norm over ``dim`` (an int or a tuple; all
     elements by default); "fro" the same 2-norm (over at most two dims); "nuc" the nuclear norm of
-    the matrices over the two dims ``dim`` (all dims of a 2-d input by default)."""
+    the matrices over the two dims ``dim`` (all dims of a 2-d input by default). It picks one of
+    linalg's norms as torch.norm does (NOTE [Norm primitives])."""
+    dims = [dim] if isinstance(dim, (int, np.integer)) else dim
     if isinstance(p, str):
-        if p == "fro" and (dim is None or isinstance(dim, (int, np.integer)) or len(dim) <= 2):
-            return vector_norm(input, 2, dim, keepdim, dtype=dtype)
-        return matrix_norm(input, p, tuple(range(input._data.ndim)) if dim is None else dim, keepdim, dtype=dtype)
-    return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
+        if p == "fro" and (dims is None or len(dims) <= 2):
+            return vector_norm(input, 2, dims, keepdim, dtype=dtype)
+        # "nuc", or an order matrix_norm refuses in torch's words
+        return matrix_norm(input, p, list(range(input._data.ndim)) if dims is None else dims, keepdim, dtype=dtype)
+    return vector_norm(input, 2 if p is None else p, dims, keepdim, dtype=dtype)
 
 
 __all__ = REDUCE.exports(__name__)

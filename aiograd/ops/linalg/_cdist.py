@@ -15,8 +15,8 @@ import numpy as np
 
 from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
 from ...tensor import Tensor
-from .._common import broadcast_shapes, common_device, graph_mode, wrap
-from ._family import LINALG, dtype_name, records
+from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
+from ._family import LINALG, records
 from ._matrix import mT
 
 __all__ = ["cdist"]
@@ -98,7 +98,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {d.ndim}D")
     for d, name in ((ad, "X1"), (bd, "X2")):
         if d.dtype.kind != "f":
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {dtype_name(d.dtype)}")
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {torch_dtype_name(d.dtype)}")
     if ad.shape[-1] != bd.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {ad.shape[-1]} X2: {bd.shape[-1]}")
     if compute_mode not in _MODES:
@@ -106,7 +106,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
     if not p >= 0:
         raise RuntimeError("cdist only supports non-negative p values")
     if ad.dtype != bd.dtype:
-        raise RuntimeError(f"expected scalar type {dtype_name(ad.dtype)} but found {dtype_name(bd.dtype)}")
+        raise RuntimeError(f"expected scalar type {torch_dtype_name(ad.dtype)} but found {torch_dtype_name(bd.dtype)}")
     batch = broadcast_shapes(ad.shape[:-2], bd.shape[:-2])
     device = common_device(x1, x2)
     pr, rr, m = ad.shape[-2], bd.shape[-2], ad.shape[-1]

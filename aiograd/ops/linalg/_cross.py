@@ -9,8 +9,8 @@ import numpy as np
 
 from ...autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
 from ...tensor import Tensor
-from .._common import broadcast_shapes, common_device, graph_mode, wrap
-from ._family import LINALG, dtype_name, records
+from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
+from ._family import LINALG, records
 
 __all__ = ["cross", "linalg_cross"]
 
@@ -57,7 +57,7 @@ def _cross(input: Tensor, other: Tensor, dim: int) -> Tensor:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {ad.shape[d]} and "
                            f"{bd.shape[d]}")
     if ad.dtype != bd.dtype:
-        raise RuntimeError(f"expected scalar type {dtype_name(ad.dtype)} but found {dtype_name(bd.dtype)}")
+        raise RuntimeError(f"expected scalar type {torch_dtype_name(ad.dtype)} but found {torch_dtype_name(bd.dtype)}")
     device = common_device(input, other)
     out = wrap(np.cross(ad, bd, axis=d), device)
     if out._data.dtype.kind in "fc" and records("linalg.cross", input, other):

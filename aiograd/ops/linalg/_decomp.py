@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from ... import return_types
 from ...autograd.graph import Node, Saved, record, save_output, unpack
 from ...tensor import Tensor
 from .._common import graph_mode, wrap
-from . import _returns
 from ._family import (LINALG, LinAlgError, batch_label, check_matrix, check_square, first_failure, lapack_info,
                       not_implemented, records)
 from ._matrix import diag_embed, diagonal, eye_like, is_graph, mT, solve, tril
@@ -125,22 +125,22 @@ def _svd(A: Tensor, full_matrices: bool) -> tuple[Tensor, Tensor, Tensor]:
 
 
 @LINALG.op(nodes=(LinalgSvdBackward0,), method=False, export=False)
-def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> _returns.linalg_svd:
+def linalg_svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> return_types.linalg_svd:
     """``aiograd.linalg.svd``: ``A = U diag(S) Vh`` with S descending; ``full_matrices=False`` gives the
     reduced factors (``k = min(m, n)`` columns of U, rows of Vh). ``driver`` is CUDA's only (refused, as
     torch on CPU). See NOTE [Factorization gradients] for the gradient's caveats."""
     _check_driver(driver)
-    return _returns.linalg_svd(*_svd(A, full_matrices))
+    return return_types.linalg_svd(*_svd(A, full_matrices))
 
 
 def _np_svd(a: Tensor, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
     if not compute_uv:
         return linalg_svdvals(a)
-    return _returns.linalg_svd(*_svd(a, full_matrices))
+    return return_types.linalg_svd(*_svd(a, full_matrices))
 
 
 @LINALG.op(nodes=(LinalgSvdBackward0,), functions=((np.linalg.svd, _np_svd),))
-def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> _returns.svd:
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> return_types.svd:
     """The legacy ``torch.svd``: ``(U, S, V)`` with ``input = U diag(S) V^T``, reduced unless ``some=False``;
     ``compute_uv=False`` gives zero-filled ``U`` (m, m) and ``V`` (n, n) beside the singular values."""
     if not compute_uv:
@@ -148,9 +148,9 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> _returns.s
         m, n = d.shape[-2:]
         s = linalg_svdvals(input)
         zeros = (np.zeros(d.shape[:-2] + (m, m), d.dtype), np.zeros(d.shape[:-2] + (n, n), d.dtype))
-        return _returns.svd(wrap(zeros[0], input._device), s, wrap(zeros[1], input._device))
+        return return_types.svd(wrap(zeros[0], input._device), s, wrap(zeros[1], input._device))
     u, s, vh = _svd(input, not some)
-    return _returns.svd(u, s, vh.mT)
+    return return_types.svd(u, s, vh.mT)
 
 
 @LINALG.op(nodes=(LinalgSvdBackward0,), method=False, export=False)
@@ -254,20 +254,20 @@ def _qr(A: Tensor, mode: str) -> tuple[Tensor, Tensor]:
 
 def _np_qr(a: Tensor, mode: str = "reduced") -> Any:
     q, r = _qr(a, mode)
-    return r if mode == "r" else _returns.linalg_qr(q, r)
+    return r if mode == "r" else return_types.linalg_qr(q, r)
 
 
 @LINALG.op(nodes=(LinalgQrBackward0,), method=False, export=False, functions=((np.linalg.qr, _np_qr),))
-def linalg_qr(A: Tensor, mode: str = "reduced") -> _returns.linalg_qr:
+def linalg_qr(A: Tensor, mode: str = "reduced") -> return_types.linalg_qr:
     """``aiograd.linalg.qr``: ``A = QR`` with orthonormal Q and upper triangular R; ``mode`` 'reduced'
     (``k = min(m, n)`` columns of Q), 'complete' (square Q) or 'r' (R only, Q empty)."""
-    return _returns.linalg_qr(*_qr(A, mode))
+    return return_types.linalg_qr(*_qr(A, mode))
 
 
 @LINALG.op(nodes=(LinalgQrBackward0,))
-def qr(input: Tensor, some: bool = True) -> _returns.qr:
+def qr(input: Tensor, some: bool = True) -> return_types.qr:
     """The legacy ``torch.qr``: ``linalg.qr`` in mode 'reduced' (``some=False``: 'complete')."""
-    return _returns.qr(*_qr(input, "reduced" if some else "complete"))
+    return return_types.qr(*_qr(input, "reduced" if some else "complete"))
 
 
 # ----- cholesky ------------------------------------------------------------------------------------
@@ -394,10 +394,10 @@ def _eigh(A: Tensor, UPLO: str, op: str) -> tuple[Tensor, Tensor]:
 
 
 @LINALG.op(nodes=(LinalgEighBackward0,), method=False, export=False, functions=(np.linalg.eigh,))
-def linalg_eigh(input: Tensor, UPLO: str = "L") -> _returns.linalg_eigh:
+def linalg_eigh(input: Tensor, UPLO: str = "L") -> return_types.linalg_eigh:
     """``aiograd.linalg.eigh``: eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric
     matrix, read from its lower (``UPLO='L'``) or upper triangle. See NOTE [Factorization gradients]."""
-    return _returns.linalg_eigh(*_eigh(input, UPLO, "linalg.eigh"))
+    return return_types.linalg_eigh(*_eigh(input, UPLO, "linalg.eigh"))
 
 
 @LINALG.op(nodes=(LinalgEighBackward0,), method=False, export=False, functions=(np.linalg.eigvalsh,))

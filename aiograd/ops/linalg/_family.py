@@ -20,10 +20,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ...tensor import Tensor
-from .._common import needs_grad
+from .._common import needs_grad, torch_dtype_name
 from .._table import OpTable
 
-__all__ = ["LINALG", "LinAlgError", "dtype_name", "check_matrix", "check_square", "batch_label", "first_failure",
+__all__ = ["LINALG", "LinAlgError", "check_float", "check_matrix", "check_square", "batch_label", "first_failure",
            "lapack_info", "float_matrix", "not_implemented",
            "records"]
 
@@ -33,18 +33,6 @@ LINALG = OpTable("linalg")
 class LinAlgError(RuntimeError):
     """A linear algebra routine failed on the values of its input (a singular matrix, a matrix that is
     not positive definite); as ``torch.linalg.LinAlgError``, a subclass of RuntimeError."""
-
-
-_TORCH_NAMES = {
-    "float32": "Float", "float64": "Double", "float16": "Half", "complex64": "ComplexFloat",
-    "complex128": "ComplexDouble", "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-    "uint8": "Byte", "bool": "Bool",
-}
-
-
-def dtype_name(dt: Any) -> str:
-    """torch's name of a dtype in messages (``Double``, ``Long``)."""
-    return _TORCH_NAMES.get(np.dtype(dt).name, str(dt))
 
 
 def records(op: str, *xs: Any) -> bool:
@@ -63,7 +51,14 @@ def records(op: str, *xs: Any) -> bool:
 
 def not_implemented(kernel: str, dt: Any) -> NotImplementedError:
     """torch's error for a dtype its CPU kernel ``kernel`` lacks."""
-    return NotImplementedError(f"\"{kernel}\" not implemented for '{dtype_name(dt)}'")
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{torch_dtype_name(dt)}'")
+
+
+def check_float(op: str, d: np.ndarray) -> None:
+    """torch's error for an input that is neither floating point nor complex."""
+    if d.dtype.kind not in "fc":
+        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got "
+                           f"{torch_dtype_name(d.dtype)}")
 
 
 def check_matrix(op: str, x: Tensor, name: str = "A", kernel: str = "") -> np.ndarray:
@@ -74,8 +69,7 @@ def check_matrix(op: str, x: Tensor, name: str = "A", kernel: str = "") -> np.nd
     d = x._data
     if d.ndim < 2:
         raise RuntimeError(f"{op}: The input tensor {name} must have at least 2 dimensions.")
-    if d.dtype.kind not in "fc":
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_name(d.dtype)}")
+    check_float(op, d)
     if d.dtype == np.float16:
         if kernel:
             raise not_implemented(kernel, d.dtype)
@@ -98,8 +92,8 @@ def float_matrix(op: str, x: Tensor) -> np.ndarray:
     if d.ndim < 2 or d.dtype.kind not in "fc" or d.dtype == np.float16:
         shape = ", ".join(map(str, d.shape))
         raise RuntimeError(
-            f"{op}({dtype_name(d.dtype)}{{[{shape}]}}): expected a tensor with 2 or more dimensions of float, double, "
-            "cfloat or cdouble types"
+            f"{op}({torch_dtype_name(d.dtype)}{{[{shape}]}}): expected a tensor with 2 or more dimensions of float, "
+            "double, cfloat or cdouble types"
         )
     return d
 

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ... import return_types
 from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
 from ...tensor import Tensor
-from .._common import broadcast_shapes, common_device, graph_mode, wrap
-from . import _returns
-from ._family import LINALG, dtype_name, float_matrix, records
+from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
+from ._family import LINALG, float_matrix, records
 from ._matrix import is_graph, mT
 
 __all__ = ["linalg_pinv", "pinverse", "linalg_lstsq"]
@@ -185,7 +185,7 @@ def _lstsq_checks(A: Tensor, B: Tensor, driver: Any) -> tuple[np.ndarray, np.nda
         raise RuntimeError("This function doesn't handle types other than float and double")
     if bd.dtype != ad.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got input's "
-                           f"dtype {dtype_name(ad.dtype)} and other's dtype {dtype_name(bd.dtype)}")
+                           f"dtype {torch_dtype_name(ad.dtype)} and other's dtype {torch_dtype_name(bd.dtype)}")
     vector = bd.ndim == ad.ndim - 1
     if (bd.shape[-1] if vector else bd.shape[-2]) != ad.shape[-2]:
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size({-1 if vector else -2})")
@@ -209,7 +209,7 @@ def _solve_one(a: np.ndarray, b: np.ndarray, cond: float, driver: str) -> tuple[
 
 @LINALG.op(nodes=(LinalgLstsqBackward0,), method=False, export=False)
 def linalg_lstsq(input: Tensor, b: Tensor, rcond: float | None = None, *,
-                 driver: str | None = None) -> _returns.linalg_lstsq:
+                 driver: str | None = None) -> return_types.linalg_lstsq:
     """``aiograd.linalg.lstsq``: ``X`` minimizing ``||A X - B||`` for each matrix of a batch (batch dims
     broadcast; ``B`` of one dim less is a batch of vectors). Fields as torch's for each driver (default
     'gelsy'): ``residuals``, the squared residual norms, only when ``m > n``, every matrix has full rank and
@@ -249,4 +249,4 @@ def linalg_lstsq(input: Tensor, b: Tensor, rcond: float | None = None, *,
         record(node, (input, b), (solution, residuals))
         node.x = save_output(solution)
         node.work = 6 * a_all.size * min(m, n)
-    return _returns.linalg_lstsq(solution, residuals, wrap(rank, device), wrap(sv, device))
+    return return_types.linalg_lstsq(solution, residuals, wrap(rank, device), wrap(sv, device))

@@ -3,7 +3,9 @@
 which picks one of the two by ``ord`` and ``dim`` as torch does.
 
 NOTE [Norm primitives]: these are the norm primitives of aiograd; ``aiograd.norm`` (the
-reductions family's ``torch.norm``) is meant to reuse them rather than keep its own.
+reductions family's ``torch.norm``) picks one of them as torch.norm does and keeps none of
+its own. As torch's, they accumulate float16 in float32 (its opmath type) and round once,
+and the gradient of an inf/-inf norm counts NaN as the extreme.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
+from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output
 from ...tensor import Tensor, _resolve_dtype
-from .._common import graph_mode, wrap
+from .._common import torch_dtype_name, wrap
 from ._decomp import linalg_svdvals
-from ._family import LINALG, dtype_name, records
+from ._family import LINALG, check_float, check_matrix, records
 
 __all__ = ["linalg_vector_norm", "linalg_matrix_norm", "linalg_norm"]
 
@@ -30,29 +32,19 @@ def _ord_text(ord: Any) -> str:
     return str(ord)
 
 
-def _float_input(op: str, x: Tensor, dtype: Any) -> Tensor:
-    """``x`` checked (a float input) and cast to ``dtype`` (which may not narrow it), as torch."""
+def _with_dtype(op: str, x: Tensor, dtype: Any) -> Tensor:
+    """``x`` (a float input) cast to ``dtype``, which may not narrow it, as torch."""
     d = x._data
-    if d.dtype.kind not in "fc":
-        raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {dtype_name(d.dtype)}")
     if dtype is None:
         return x
     want = _resolve_dtype(dtype)
     assert want is not None
     if want.kind not in "fc":
-        raise RuntimeError(f"{op}: dtype should be floating point or complex, but got {dtype_name(want)}")
+        raise RuntimeError(f"{op}: dtype should be floating point or complex, but got {torch_dtype_name(want)}")
     if np.promote_types(d.dtype, want) != want:
-        raise RuntimeError(f"{op}: the dtype of the input ({dtype_name(d.dtype)}) should be convertible without "
-                           f"narrowing to the specified dtype ({dtype_name(want)})")
+        raise RuntimeError(f"{op}: the dtype of the input ({torch_dtype_name(d.dtype)}) should be convertible without "
+                           f"narrowing to the specified dtype ({torch_dtype_name(want)})")
     return x if want == d.dtype else x.to(want)
-
-
-def _kept(r: Any, in_shape: Shape, dims: tuple[int, ...] | None, keepdim: bool) -> Any:
-    """A reduction's result (or its gradient) with the reduced dims back as size 1."""
-    if keepdim or not in_shape:
-        return r
-    shape = [1 if dims is None or i in dims else s for i, s in enumerate(in_shape)]
-    return r.reshape(tuple(shape))
 
 
 class LinalgVectorNormBackward0(Node):
@@ -70,22 +62,24 @@ class LinalgVectorNormBackward0(Node):
     keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
+        from ..reduce import _unpack_with_kept_dims  # the reductions import this module
+
         p = self.ord
         if p == 0:
             return (None,)
-        g = grads[0]
-        graph = graph_mode(g)
-        x = unpack(self, self.x, graph)
-        r = _kept(unpack(self, self.result, graph), self.in_shape, self.dims, self.keepdim)
-        g = _kept(g, self.in_shape, self.dims, self.keepdim)
+        g, x, r, graph = _unpack_with_kept_dims(self, grads[0])
         xd = x._data if graph else x
         rd = r._data if graph else r
         if p == 1:
             return (np.sign(x) * g,)
         if math.isinf(p):
+            # torch's rule: NaN counts as the extreme, so a NaN norm's elements share nothing (no 0/0 over
+            # the row), and as torch's sgn(NaN) is 0 (aiograd's sign too), a NaN element gets 0 as well
+            nan = np.isnan(xd)
             at = np.abs(xd) == rd
-            share = (at / np.sum(at, axis=self.dims, keepdims=True)).astype(xd.dtype)
-            return (np.sign(x) * share * g,)
+            share = (at / np.sum(at | nan, axis=self.dims, keepdims=True)).astype(xd.dtype)
+            sign = np.sign(x) if graph else np.sign(np.where(nan, 0, xd))
+            return (sign * share * g,)
         if p == 2:
             scale = g / np.where(rd == 0, 1, r)
             return (x * np.where(rd == 0, 0, scale),)
@@ -107,40 +101,48 @@ def _number_ord(ord: Any) -> float:
 
 
 def _norm_values(xd: np.ndarray, p: float, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
+    """The ``p``-norm of ``xd`` over ``dims`` in the dtype torch accumulates ``|xd|`` in (float32 for
+    float16: NOTE [Norm primitives]); overflow is inf and ``0 ** -p`` is inf, without a warning."""
+    from ..reduce import accumulation_dtype
+
     a = np.abs(xd)
-    if p == 0:
-        return np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
-    if p == math.inf:
-        return np.max(a, axis=dims, keepdims=keepdim)
-    if p == -math.inf:
-        return np.min(a, axis=dims, keepdims=keepdim)
-    if p == 1:
-        return np.sum(a, axis=dims, keepdims=keepdim)
-    if p == 2:
-        return np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
-    with np.errstate(divide="ignore"):
+    a = a.astype(accumulation_dtype(a.dtype), copy=False)
+    with np.errstate(divide="ignore", over="ignore"):
+        if p == 0:
+            return np.sum(a != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
+        if p == math.inf:
+            return np.max(a, axis=dims, keepdims=keepdim)
+        if p == -math.inf:
+            return np.min(a, axis=dims, keepdims=keepdim)
+        if p == 1:
+            return np.sum(a, axis=dims, keepdims=keepdim)
+        if p == 2:
+            return np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
         return np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1 / p)  # type: ignore[no-any-return]
 
 
-def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The vector ``ord``-norm of ``x`` over ``dim`` (all elements when None or empty)."""
     from ..reduce import normalize_dims
 
     p = _number_ord(ord)
-    x = _float_input("linalg.vector_norm", x, dtype)
+    check_float("linalg.vector_norm", x._data)
+    x = _with_dtype("linalg.vector_norm", x, dtype)
     xd = x._data
     dims = normalize_dims(dim, xd.ndim)
     if (p < 0 or math.isinf(p)) and xd.size == 0:  # a reduction without an identity over nothing
         if dims is None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on an empty tensor "
                                "because the operation does not have an identity")
-        empty = next((d for d in dims if xd.shape[d] == 0), None)
+        given = dim if isinstance(dim, (tuple, list)) else (dim,)  # torch names the first empty dim as given
+        empty = next((d for d in given if xd.shape[d] == 0), None)
         if empty is not None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_ord_text(ord)} norm on the dimension "
                                f"{empty}because this dimension is empty and the operation does not have an identity")
     res = _norm_values(xd, p, dims, keepdim)
     real = np.empty(0, xd.dtype).real.dtype
-    out = wrap(np.asarray(res).astype(real, copy=False), x._device)
+    with np.errstate(over="ignore"):  # a float16 norm past its range is inf, as torch's
+        out = wrap(np.asarray(res).astype(real, copy=False), x._device)
     if records("linalg.vector_norm", x):
         node = LinalgVectorNormBackward0(save(x), None, p, xd.shape, dims, keepdim)
         link_one(node, x, out)
@@ -154,14 +156,12 @@ def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool =
     """``aiograd.linalg.vector_norm``: ``sum(|x|^ord)^(1/ord)`` over ``dim`` (all elements when None);
     ord inf/-inf: the largest/smallest ``|x|``; ord 0: the number of nonzero elements. ``dtype`` (no
     narrower than the input's) is the dtype it computes and returns in."""
-    return vector_norm(x, ord, dim, keepdim, dtype)
+    return vector_norm(x, ord, dim, keepdim, dtype=dtype)
 
 
 def _matrix_dims(A: Tensor, dim: Any) -> tuple[int, int]:
     from ..shape import _wrap_dim
 
-    if not isinstance(dim, (tuple, list)):
-        raise TypeError(f"linalg_matrix_norm(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     d0, d1 = (_wrap_dim(d, A.ndim) for d in dim)
@@ -173,20 +173,28 @@ def _matrix_dims(A: Tensor, dim: Any) -> tuple[int, int]:
 _MATRIX_ORDS = (1, -1, 2, -2, math.inf, -math.inf)
 
 
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, dtype: Any = None) -> Tensor:
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
+                dtype: Any = None) -> Tensor:
     """The matrix ``ord``-norm of ``A`` over the two dims ``dim``."""
     from ..reduce import amax, amin, sum
     from ..shape import movedim
 
-    if A._data.ndim < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    A = _float_input("linalg.matrix_norm", A, dtype)
-    d0, d1 = _matrix_dims(A, dim)
+    # torch's order of checks: the argument types, ord, A (float16 refused where an SVD is needed), dim, dtype
+    if not isinstance(dim, (tuple, list)):
+        raise TypeError(f"linalg_matrix_norm(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
     if isinstance(ord, str):
         if ord not in ("fro", "nuc"):
             raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     elif isinstance(ord, bool) or not isinstance(ord, numbers.Real) or float(ord) not in _MATRIX_ORDS:
         raise RuntimeError(f"linalg.matrix_norm: Order {_ord_text(ord)} not supported.")
+    if ord in ("nuc", 2, -2):
+        check_matrix("linalg.matrix_norm", A)
+    else:
+        if A._data.ndim < 2:
+            raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        check_float("linalg.matrix_norm", A._data)
+    d0, d1 = _matrix_dims(A, dim)
+    A = _with_dtype("linalg.matrix_norm", A, dtype)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
@@ -218,7 +226,7 @@ def linalg_matrix_norm(input: Tensor, ord: Any = "fro", dim: Any = (-2, -1), kee
     """``aiograd.linalg.matrix_norm``: the matrix norm over the two dims ``dim``: ``ord`` 'fro'
     (Frobenius), 'nuc' (sum of singular values), 2/-2 (largest/smallest singular value), 1/-1
     (largest/smallest column sum of ``|A|``), inf/-inf (largest/smallest row sum)."""
-    return matrix_norm(input, ord, dim, keepdim, dtype)
+    return matrix_norm(input, ord, dim, keepdim, dtype=dtype)
 
 
 def _np_norm(x: Tensor, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
@@ -233,15 +241,15 @@ def linalg_norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool =
     if dim is not None:
         dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         if len(dims) == 1 and not isinstance(ord, str):
-            return vector_norm(input, 2 if ord is None else ord, dims, keepdim, dtype)
+            return vector_norm(input, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
         if len(dims) not in (1, 2):
             raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dims)}")
-        return matrix_norm(input, "fro" if ord is None else ord, dims, keepdim, dtype)
+        return matrix_norm(input, "fro" if ord is None else ord, dims, keepdim, dtype=dtype)
     if ord is None:
-        return vector_norm(input, 2, None, keepdim, dtype)
+        return vector_norm(input, 2, None, keepdim, dtype=dtype)
     if input._data.ndim not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got "
                            f"{input._data.ndim}D.")
     if input._data.ndim == 1 and not isinstance(ord, str):
-        return vector_norm(input, ord, None, keepdim, dtype)
-    return matrix_norm(input, ord, (-2, -1), keepdim, dtype)
+        return vector_norm(input, ord, None, keepdim, dtype=dtype)
+    return matrix_norm(input, ord, (-2, -1), keepdim, dtype=dtype)

@@ -10,8 +10,8 @@ import numpy as np
 
 from ...autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
 from ...tensor import Tensor
-from .._common import common_device, graph_mode, is_operand, needs_grad, operand_error, wrap
-from ._family import LINALG, dtype_name, records
+from .._common import common_device, graph_mode, is_operand, needs_grad, operand_error, torch_dtype_name, wrap
+from ._family import LINALG, records
 from ._matrix import mT
 
 __all__ = ["matmul", "mm", "bmm", "dot", "vdot", "mv", "addmm", "addmv", "baddbmm", "addbmm", "linalg_vecdot",
@@ -202,7 +202,7 @@ def _check_batches(b1: np.ndarray, b2: np.ndarray) -> None:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: {want} but got: "
                            f"{list(b2.shape[:2])}.")
     if b1.dtype != b2.dtype:
-        raise RuntimeError(f"expected scalar type {dtype_name(b1.dtype)} but found {dtype_name(b2.dtype)}")
+        raise RuntimeError(f"expected scalar type {torch_dtype_name(b1.dtype)} but found {torch_dtype_name(b2.dtype)}")
 
 
 @LINALG.op(nodes=(BmmBackward0,))
@@ -222,8 +222,8 @@ def _check_vectors(a: np.ndarray, b: np.ndarray) -> None:
             f"number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively"
         )
     if a.dtype != b.dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {dtype_name(a.dtype)} and "
-                           f"{dtype_name(b.dtype)}")
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {torch_dtype_name(a.dtype)} and "
+                           f"{torch_dtype_name(b.dtype)}")
 
 
 @LINALG.op(nodes=(DotBackward0,))
@@ -255,8 +255,9 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
         raise RuntimeError(f"size mismatch, got input ({md.shape[0]}), mat ({md.shape[0]}x{md.shape[1]}), "
                            f"vec ({vd.shape[0]})")
     if md.dtype != vd.dtype:
-        raise RuntimeError("addmv input tensors must have the same dtype, but got "
-                           f"{dtype_name(vd.dtype)}, {dtype_name(md.dtype)}, and {dtype_name(vd.dtype)}")
+        names = (torch_dtype_name(vd.dtype), torch_dtype_name(md.dtype))
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {names[0]}, {names[1]}, and "
+                           f"{names[0]}")
     return _product(input, vec, MvBackward0)
 
 
@@ -314,7 +315,7 @@ def _expand_error(src: tuple[int, ...], dtype: np.dtype, target: tuple[int, ...]
     """torch's message for an ``input`` that does not broadcast to the product's shape."""
     if len(src) > len(target):
         return RuntimeError(
-            f"expand(torch.{dtype_name(dtype)}Tensor{{{list(src)}}}, size={list(target)}): the number of sizes "
+            f"expand(torch.{torch_dtype_name(dtype)}Tensor{{{list(src)}}}, size={list(target)}): the number of sizes "
             f"provided ({len(target)}) must be greater or equal to the number of dimensions in the tensor ({len(src)})"
         )
     lead = len(target) - len(src)
@@ -356,7 +357,7 @@ def _add_product(node_cls: type[AddmmBackward0], input: Tensor, left: Tensor, ri
 
 def _same_dtype(message: str, *arrays: np.ndarray) -> None:
     if len({a.dtype for a in arrays}) > 1:
-        raise RuntimeError(message.format(*(dtype_name(a.dtype) for a in arrays)))
+        raise RuntimeError(message.format(*(torch_dtype_name(a.dtype) for a in arrays)))
 
 
 @LINALG.op(nodes=(AddmmBackward0,))
@@ -409,8 +410,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alp
     _bmm_operands("baddbmm", b1, b2)
     xd = input._data
     if xd.dtype != b1.dtype or b1.dtype != b2.dtype:
-        raise RuntimeError(f"Input dtypes must be the same, got: input {dtype_name(xd.dtype).lower()}, batch1: "
-                           f"{dtype_name(b1.dtype).lower()}, batch2: {dtype_name(b2.dtype).lower()}")
+        raise RuntimeError(f"Input dtypes must be the same, got: input {torch_dtype_name(xd.dtype).lower()}, batch1: "
+                           f"{torch_dtype_name(b1.dtype).lower()}, batch2: {torch_dtype_name(b2.dtype).lower()}")
     return _add_product(BaddbmmBackward0, input, batch1, batch2, np.matmul(b1, b2), beta, alpha, False)
 
 
@@ -436,10 +437,10 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     xd, yd = x._data, y._data
     if xd.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
-                           f"{dtype_name(xd.dtype)}")
+                           f"{torch_dtype_name(xd.dtype)}")
     if xd.dtype != yd.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
-                           f"{dtype_name(xd.dtype)} and y of type {dtype_name(yd.dtype)} instead")
+                           f"{torch_dtype_name(xd.dtype)} and y of type {torch_dtype_name(yd.dtype)} instead")
     if xd.ndim == 1 and yd.ndim == 1 and dim in (0, -1):
         return vdot(x, y)
     if xd.dtype.kind == "c":
@@ -483,8 +484,8 @@ def linalg_multi_dot(tensors: Any) -> Tensor:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {nd}D")
         if t._data.dtype != ts[0]._data.dtype:
             raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
-                               f"{dtype_name(ts[0]._data.dtype).lower()} and tensor {i} "
-                               f"{dtype_name(t._data.dtype).lower()}")
+                               f"{torch_dtype_name(ts[0]._data.dtype).lower()} and tensor {i} "
+                               f"{torch_dtype_name(t._data.dtype).lower()}")
     row, col = ts[0]._data.ndim == 1, ts[-1]._data.ndim == 1
     mats = [ts[0].unsqueeze(0) if row else ts[0], *ts[1:-1], ts[-1].unsqueeze(-1) if col else ts[-1]]
     for i in range(len(mats) - 1):

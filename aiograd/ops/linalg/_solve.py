@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from ... import return_types
 from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
 from ...tensor import Tensor
-from .._common import broadcast_shapes, common_device, graph_mode, wrap
-from . import _returns
-from ._family import LINALG, LinAlgError, batch_label, check_square, dtype_name, first_failure, lapack_info, records
+from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
+from ._family import LINALG, LinAlgError, batch_label, check_float, check_square, first_failure, lapack_info, records
 from ._matrix import diag_embed, is_graph, mT, solve
 
 __all__ = ["inverse", "linalg_inv", "det", "linalg_det", "slogdet", "linalg_slogdet", "logdet", "linalg_solve"]
@@ -212,17 +212,17 @@ def _slogdet(A: Tensor, ret: type) -> Any:
 
 
 @LINALG.op(nodes=(LinalgSlogdetBackward0,))
-def slogdet(input: Tensor) -> _returns.slogdet:
+def slogdet(input: Tensor) -> return_types.slogdet:
     """``(sign, logabsdet)`` of the determinant of a square matrix or of each in a batch: the sign (0 for
     a singular matrix) and the log of its absolute value (``-inf`` there); only ``logabsdet`` has a
     gradient."""
-    return _slogdet(input, _returns.slogdet)  # type: ignore[no-any-return]
+    return _slogdet(input, return_types.slogdet)  # type: ignore[no-any-return]
 
 
 @LINALG.op(nodes=(LinalgSlogdetBackward0,), method=False, export=False, functions=(np.linalg.slogdet,))
-def linalg_slogdet(A: Tensor) -> _returns.linalg_slogdet:
+def linalg_slogdet(A: Tensor) -> return_types.linalg_slogdet:
     """``aiograd.linalg.slogdet``: ``(sign, logabsdet)`` of the determinant (see ``aiograd.slogdet``)."""
-    return _slogdet(A, _returns.linalg_slogdet)  # type: ignore[no-any-return]
+    return _slogdet(A, return_types.linalg_slogdet)  # type: ignore[no-any-return]
 
 
 @LINALG.op(nodes=(LinalgSlogdetBackward0,))
@@ -232,9 +232,9 @@ def logdet(input: Tensor) -> Tensor:
     from ..elementwise import where
 
     d = input._data
-    if d.dtype.kind not in "fc" and d.ndim >= 2:
-        raise RuntimeError(f"logdet: Expected a floating point or complex tensor as input. Got {dtype_name(d.dtype)}")
-    sign, logabs = _slogdet(input, _returns.slogdet)
+    if d.ndim >= 2:
+        check_float("logdet", d)
+    sign, logabs = _slogdet(input, return_types.slogdet)
     return where(sign < 0, np.array(np.nan, dtype=d.dtype), logabs)  # type: ignore[no-any-return]
 
 
@@ -302,7 +302,7 @@ def linalg_solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     bd = B._data
     if bd.dtype != ad.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
-                           f"{dtype_name(ad.dtype)} and B of type {dtype_name(bd.dtype)} instead")
+                           f"{torch_dtype_name(ad.dtype)} and B of type {torch_dtype_name(bd.dtype)} instead")
     vector = is_vector_rhs(ad.shape, bd.shape)
     bm = bd[..., None] if vector else bd
     n = ad.shape[-1]
