@@ -108,6 +108,11 @@ ERRORS = [
      "linalg.matrix_norm: Low precision dtypes not supported. Got Half"),
     (lambda: ag.linalg.matrix_norm(ag.ones(2, 3, dtype=ag.float16), 1, dim=(0,)), RuntimeError,
      "linalg.matrix_norm: dim must be a 2-tuple. Got 0"),
+    (lambda: ag.linalg.svdvals(c64([np.eye(2), [[np.nan, 1.0], [1.0, 1.0]]])), ag.linalg.LinAlgError,
+     "linalg.svd: (Batch element 1): The algorithm failed to converge because the input matrix contained "
+     "non-finite values."),
+    (lambda: ag.norm(c64([[np.nan, 1.0], [1.0, 1.0]]), "nuc"), ag.linalg.LinAlgError,
+     "linalg.svd: The algorithm failed to converge because the input matrix contained non-finite values."),
     (lambda: ag.linalg.norm(c64(np.ones((2, 2, 2))), 2), RuntimeError,
      "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got 3D."),
     (lambda: ag.cdist(c64(np.ones((2, 3))), c64(np.ones((2, 4)))), RuntimeError,

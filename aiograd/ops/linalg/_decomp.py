@@ -34,7 +34,7 @@ from ...autograd.graph import Node, Saved, record, save_output, unpack
 from ...tensor import Tensor
 from .._common import graph_mode, wrap
 from ._family import (LINALG, LinAlgError, batch_label, check_matrix, check_square, first_failure, lapack_info,
-                      not_implemented, records)
+                      not_implemented, records, svd_arrays)
 from ._matrix import diag_embed, diagonal, eye_like, is_graph, mT, solve, tril
 
 __all__ = ["svd", "linalg_svd", "linalg_svdvals", "qr", "linalg_qr", "cholesky", "linalg_cholesky", "linalg_eigh",
@@ -113,7 +113,7 @@ def _check_driver(driver: Any) -> None:
 
 def _svd(A: Tensor, full_matrices: bool) -> tuple[Tensor, Tensor, Tensor]:
     d = check_matrix("linalg.svd", A, kernel="linalg_svd_cpu")
-    u, s, vh = np.linalg.svd(d, full_matrices=full_matrices)
+    u, s, vh = svd_arrays(d, full_matrices=full_matrices)
     device = A._device
     outs = (wrap(u, device), wrap(s, device), wrap(vh, device))
     if records("linalg.svd", A):
@@ -159,8 +159,8 @@ def linalg_svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     _check_driver(driver)
     d = check_matrix("linalg.svd", A, kernel="linalg_svd_cpu")
     if not records("linalg.svdvals", A):
-        return wrap(np.linalg.svd(d, compute_uv=False), A._device)
-    u, s, vh = np.linalg.svd(d, full_matrices=False)
+        return wrap(svd_arrays(d, compute_uv=False), A._device)
+    u, s, vh = svd_arrays(d)
     outs = (_hidden(u, A), wrap(s, A._device), _hidden(vh, A))
     node = LinalgSvdBackward0(None, None, None)
     record(node, (A,), outs)

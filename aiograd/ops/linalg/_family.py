@@ -24,7 +24,7 @@ from .._common import needs_grad, torch_dtype_name
 from .._table import OpTable
 
 __all__ = ["LINALG", "LinAlgError", "check_float", "check_matrix", "check_square", "batch_label", "first_failure",
-           "lapack_info", "float_matrix", "not_implemented",
+           "lapack_info", "svd_arrays", "float_matrix", "not_implemented",
            "records"]
 
 LINALG = OpTable("linalg")
@@ -110,6 +110,18 @@ def first_failure(a: np.ndarray, fails: Callable[[np.ndarray], bool]) -> tuple[i
         if fails(m):
             return i, m
     return None
+
+
+def svd_arrays(d: np.ndarray, compute_uv: bool = True, full_matrices: bool = False) -> Any:
+    """``np.linalg.svd`` of the batch ``d``; where LAPACK fails to converge (a NaN in the matrix), torch's
+    LinAlgError naming the first matrix of the batch that fails, in place of numpy's."""
+    try:
+        return np.linalg.svd(d, full_matrices=full_matrices, compute_uv=compute_uv)  # type: ignore[call-overload]
+    except np.linalg.LinAlgError:
+        found = first_failure(d, lambda m: not np.isfinite(m).all())
+        index = found[0] if found is not None else 0
+        raise LinAlgError(f"linalg.svd: {batch_label(d.shape[:-2], index)}The algorithm failed to converge because "
+                          "the input matrix contained non-finite values.") from None
 
 
 def lapack_info(routine: str, m: np.ndarray) -> int:

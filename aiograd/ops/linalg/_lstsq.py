@@ -17,7 +17,7 @@ from ... import return_types
 from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
 from ...tensor import Tensor
 from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
-from ._family import LINALG, float_matrix, records
+from ._family import LINALG, float_matrix, records, svd_arrays
 from ._matrix import is_graph, mT
 
 __all__ = ["linalg_pinv", "pinverse", "linalg_lstsq"]
@@ -47,7 +47,7 @@ def pinv_array(d: np.ndarray, atol: Any = None, rtol: Any = None, hermitian: boo
         lam, v = np.linalg.eigh(d)
         s = np.abs(lam)
     else:
-        u, s, vh = np.linalg.svd(d, full_matrices=False)
+        u, s, vh = svd_arrays(d)
     tol = _tolerance(np.max(s, axis=-1, keepdims=True), m, n, d.dtype, atol, rtol)
     with np.errstate(divide="ignore"):
         inv = np.where(s > tol, 1 / np.where(s > tol, s if not hermitian else lam, 1), 0).astype(d.dtype)
