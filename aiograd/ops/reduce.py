@@ -18,7 +18,6 @@ from ..tensor import Tensor, _resolve_dtype, get_default_dtype
 from ._common import grad_enabled, torch_dtype_name, wrap
 from ._table import OpTable
 from .elementwise import maximum, minimum, where
-from .linalg._norms import LinalgVectorNormBackward0, matrix_norm, vector_norm
 
 REDUCE = OpTable("reduce")
 Dims = Any  # tuple[int, ...] | None: normalized reduction dims (None: all)
@@ -870,24 +869,6 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = No
     xd = input._data
     res = np.any(xd, axis=normalize_dims(dim, xd.ndim), keepdims=keepdim)
     return wrap(np.asarray(res, dtype=np.uint8 if xd.dtype == np.uint8 else bool), input._device)
-
-
-# ----- norm ---------------------------------------------------------------------------------
-
-
-@REDUCE.op(nodes=(LinalgVectorNormBackward0,))
-def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
-    """torch.norm: a number ``p`` (None: 2) is the vector p-norm over ``dim`` (an int or a tuple; all
-    elements by default); "fro" the same 2-norm (over at most two dims); "nuc" the nuclear norm of
-    the matrices over the two dims ``dim`` (all dims of a 2-d input by default). It picks one of
-    linalg's norms as torch.norm does (NOTE [Norm primitives])."""
-    dims = [dim] if isinstance(dim, (int, np.integer)) else dim
-    if isinstance(p, str):
-        if p == "fro" and (dims is None or len(dims) <= 2):
-            return vector_norm(input, 2, dims, keepdim, dtype=dtype)
-        # "nuc", or an order matrix_norm refuses in torch's words
-        return matrix_norm(input, p, list(range(input._data.ndim)) if dims is None else dims, keepdim, dtype=dtype)
-    return vector_norm(input, 2 if p is None else p, dims, keepdim, dtype=dtype)
 
 
 __all__ = REDUCE.exports(__name__)

@@ -19,10 +19,13 @@ import numpy as np
 from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output
 from ...tensor import Tensor, _resolve_dtype
 from .._common import torch_dtype_name, wrap
+from ..reduce import _unpack_with_kept_dims, accumulation_dtype, amax, amin, normalize_dims
+from ..reduce import sum as reduce_sum
+from ..shape import _wrap_dim, movedim
 from ._decomp import linalg_svdvals
 from ._family import LINALG, check_float, check_matrix, records
 
-__all__ = ["linalg_vector_norm", "linalg_matrix_norm", "linalg_norm"]
+__all__ = ["linalg_vector_norm", "linalg_matrix_norm", "linalg_norm", "norm"]
 
 
 def _ord_text(ord: Any) -> str:
@@ -62,8 +65,6 @@ class LinalgVectorNormBackward0(Node):
     keepdim: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
-        from ..reduce import _unpack_with_kept_dims  # the reductions import this module
-
         p = self.ord
         if p == 0:
             return (None,)
@@ -103,8 +104,6 @@ def _number_ord(ord: Any) -> float:
 def _norm_values(xd: np.ndarray, p: float, dims: tuple[int, ...] | None, keepdim: bool) -> np.ndarray:
     """The ``p``-norm of ``xd`` over ``dims`` in the dtype torch accumulates ``|xd|`` in (float32 for
     float16: NOTE [Norm primitives]); overflow is inf and ``0 ** -p`` is inf, without a warning."""
-    from ..reduce import accumulation_dtype
-
     a = np.abs(xd)
     a = a.astype(accumulation_dtype(a.dtype), copy=False)
     with np.errstate(divide="ignore", over="ignore"):
@@ -123,8 +122,6 @@ def _norm_values(xd: np.ndarray, p: float, dims: tuple[int, ...] | None, keepdim
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """The vector ``ord``-norm of ``x`` over ``dim`` (all elements when None or empty)."""
-    from ..reduce import normalize_dims
-
     p = _number_ord(ord)
     check_float("linalg.vector_norm", x._data)
     x = _with_dtype("linalg.vector_norm", x, dtype)
@@ -160,8 +157,6 @@ def linalg_vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool =
 
 
 def _matrix_dims(A: Tensor, dim: Any) -> tuple[int, int]:
-    from ..shape import _wrap_dim
-
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     d0, d1 = (_wrap_dim(d, A.ndim) for d in dim)
@@ -176,9 +171,6 @@ _MATRIX_ORDS = (1, -1, 2, -2, math.inf, -math.inf)
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False, *,
                 dtype: Any = None) -> Tensor:
     """The matrix ``ord``-norm of ``A`` over the two dims ``dim``."""
-    from ..reduce import amax, amin, sum
-    from ..shape import movedim
-
     # torch's order of checks: the argument types, ord, A (float16 refused where an SVD is needed), dim, dtype
     if not isinstance(dim, (tuple, list)):
         raise TypeError(f"linalg_matrix_norm(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
@@ -200,12 +192,12 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
     if ord in ("nuc", 2, -2):
         moved = movedim(A, (d0, d1), (-2, -1))
         if ord == 2 and min(moved.shape[-2:]) == 0:  # an empty matrix's norm is 0 (for a positive ord), as torch
-            res: Tensor = sum(moved, (-2, -1))
+            res: Tensor = reduce_sum(moved, (-2, -1))
         elif ord == -2 and min(moved.shape[-2:]) == 0:
             raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
         else:
             s = linalg_svdvals(moved)
-            res = sum(s, -1) if ord == "nuc" else (amax(s, -1) if ord == 2 else amin(s, -1))
+            res = reduce_sum(s, -1) if ord == "nuc" else (amax(s, -1) if ord == 2 else amin(s, -1))
         if keepdim:
             res = movedim(res.unsqueeze(-1).unsqueeze(-1), (-2, -1), (d0, d1))
         return res
@@ -215,8 +207,8 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
         outer -= 1
     extreme = amax if float(ord) > 0 else amin
     if float(ord) > 0 and A._data.shape[d0] * A._data.shape[d1] == 0:
-        return sum(abs(A), (d0, d1), keepdim=keepdim)  # type: ignore[call-overload, no-any-return]
-    sums = sum(abs(A), inner, keepdim=keepdim)  # type: ignore[call-overload]
+        return reduce_sum(abs(A), (d0, d1), keepdim=keepdim)  # type: ignore[call-overload, no-any-return]
+    sums = reduce_sum(abs(A), inner, keepdim=keepdim)  # type: ignore[call-overload]
     return extreme(sums, outer, keepdim=keepdim)  # type: ignore[no-any-return]
 
 
@@ -253,3 +245,18 @@ def linalg_norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool =
     if input._data.ndim == 1 and not isinstance(ord, str):
         return vector_norm(input, ord, None, keepdim, dtype=dtype)
     return matrix_norm(input, ord, (-2, -1), keepdim, dtype=dtype)
+
+
+@LINALG.op(nodes=(LinalgVectorNormBackward0,))
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """torch.norm: a number ``p`` (None: 2) is the vector p-norm over ``dim`` (an int or a tuple; all
+    elements by default); "fro" the same 2-norm (over at most two dims); "nuc" the nuclear norm of
+    the matrices over the two dims ``dim`` (all dims of a 2-d input by default). It picks one of
+    linalg's norms as torch.norm does (NOTE [Norm primitives])."""
+    dims = [dim] if isinstance(dim, (int, np.integer)) else dim
+    if isinstance(p, str):
+        if p == "fro" and (dims is None or len(dims) <= 2):
+            return vector_norm(input, 2, dims, keepdim, dtype=dtype)
+        # "nuc", or an order matrix_norm refuses in torch's words
+        return matrix_norm(input, p, list(range(input._data.ndim)) if dims is None else dims, keepdim, dtype=dtype)
+    return vector_norm(input, 2 if p is None else p, dims, keepdim, dtype=dtype)
