@@ -404,13 +404,12 @@ def test_conv2d_forward_and_backward_property(p):
         np.testing.assert_allclose(bt.grad.numpy(), gb, rtol=1e-10, atol=1e-10)
 
 
-async def test_conv2d_double_backward_says_not_supported():
+async def test_conv2d_double_backward_records_unfold_and_fold():
+    """NOTE [Convolution gradients]: a create_graph pass records the gradient as fold/unfold and matmuls."""
     x, w = t64(rnd(1, 1, 4, 4)), t64(rnd(1, 1, 2, 2))
-    out = F.conv2d(x, w).sum()
-    (gx,) = await ag.grad(out, [x], create_graph=False)
-    assert gx.shape == x.shape
-    with pytest.raises(RuntimeError, match="conv2d double backward is not supported"):
-        await ag.grad(F.conv2d(x, w).sum(), [x], create_graph=True)
+    gx, gw = await ag.grad((F.conv2d(x, w, padding=1) ** 2).sum(), [x, w], create_graph=True)
+    assert gx.grad_fn.name() == "ViewBackward0" and gw.grad_fn is not None
+    assert await ag.gradgradcheck(lambda a, b: F.conv2d(a, b, stride=2, padding=1), (x, w))
 
 
 async def test_conv2d_backward_twice_needs_retain_graph():
@@ -534,3 +533,169 @@ def test_gelu_and_softplus_via_functional():
     x = ag.tensor(vals, dtype=ag.float64)
     np.testing.assert_allclose(F.gelu(x).numpy(), [v * 0.5 * (1 + erf(v / sqrt(2))) for v in vals], rtol=1e-12)
     np.testing.assert_allclose(F.softplus(x, beta=2.0).numpy(), [log1p(exp(2 * v)) / 2 for v in vals], rtol=1e-12)
+
+
+# ----- the torch.nn.functional breadth: errors, dtypes, edge cases (values and gradients against torch:
+# tests/test_nn_reference.py; gradcheck and gradgradcheck: the op rows) --------------------------------
+
+_x4 = ag.zeros(2, 3, 6, 6)
+_x3 = ag.zeros(2, 3, 8)
+
+# (call, exception type, torch's message)
+ERRORS = [
+    (lambda: F.conv1d(_x4, ag.zeros(4, 3, 2)), RuntimeError,
+     "Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: [2, 3, 6, 6]"),
+    (lambda: F.conv1d(_x3, ag.zeros(4, 2, 2)), RuntimeError,
+     "Given groups=1, weight of size [4, 2, 2], expected input[2, 3, 8] to have 2 channels, but got 3 channels"),
+    (lambda: F.conv_transpose2d(_x4, ag.zeros(2, 4, 2, 2)), RuntimeError,
+     "Given transposed=1, weight of size [2, 4, 2, 2], expected input[2, 3, 6, 6] to have 2 channels"),
+    (lambda: F.conv_transpose2d(_x4, ag.zeros(3, 4, 2, 2), output_padding=1), RuntimeError,
+     "output padding must be smaller than either stride or dilation, but got output_padding_height: 1 "
+     "output_padding_width: 1 stride_height: 1 stride_width: 1 dilation_height: 1 dilation_width: 1"),
+    (lambda: F.conv2d(_x4, ag.zeros(4, 3, 2, 2), ag.zeros(3)), RuntimeError,
+     "expected bias to be 1-dimensional with 4 elements, but got bias of size [3] instead"),
+    (lambda: F.conv1d(_x3, ag.zeros(4, 3, 4), padding="same", stride=2), ValueError,
+     "padding='same' is not supported for strided convolutions"),
+    (lambda: F.unfold(_x4, 7), RuntimeError, "calculated shape of the array of sliding blocks as (0, 0)"),
+    (lambda: F.fold(ag.zeros(2, 12, 20), (6, 6), 2), RuntimeError,
+     "expected size of input's dimension 2 to match the calculated number of sliding blocks 5 * 5 = 25, "
+     "but got input.size(2)=20."),
+    (lambda: F.max_pool1d(ag.zeros(2, 3, 8), 2, padding=2), RuntimeError,
+     "max_pool1d() padding should be at most half of kernel size, but got padding=2 and kernel_size=2"),
+    (lambda: F.avg_pool2d(_x4, 3, padding=2), RuntimeError,
+     "pad should be at most half of effective kernel size, but got pad=2, kernel_size=3 and dilation=1"),
+    (lambda: F.avg_pool2d(_x4, 3, divisor_override=0), RuntimeError, "divisor must be not zero"),
+    (lambda: F.avg_pool1d(_x4, 2), RuntimeError, "Expected 2 to 3 dimensions, but got 4-dimensional tensor"),
+    (lambda: F.pad(_x3, (1, 2, 3)), RuntimeError, "Padding length must be divisible by 2"),
+    (lambda: F.pad(_x4, (1, 1), mode="reflect"), NotImplementedError,
+     "Padding size 2 is not supported for 4D input tensor."),
+    (lambda: F.pad(_x3, (8, 1), mode="reflect"), RuntimeError,
+     "Padding size should be less than the corresponding input dimension, but got: padding (8, 1) at dimension 2"),
+    (lambda: F.pad(_x3, (9, 1), mode="circular"), RuntimeError, "Padding value causes wrapping around more than once."),
+    (lambda: F.pad(_x3, (1, 1), mode="foo"), NotImplementedError, "Unrecognised padding mode foo"),
+    (lambda: F.pad(_x3, (1, 1), mode="reflect", value=1.0), RuntimeError,
+     'Padding mode "reflect" doesn\'t take in value argument'),
+    (lambda: F.interpolate(_x4, size=3, scale_factor=2), ValueError, "only one of size or scale_factor should be defined"),
+    (lambda: F.interpolate(_x4, scale_factor=2, mode="linear"), NotImplementedError,
+     "Got 4D input, but linear mode needs 3D input"),
+    (lambda: F.interpolate(_x4, scale_factor=2, align_corners=True), ValueError,
+     "align_corners option can only be set with the interpolating modes"),
+    (lambda: F.batch_norm(_x3, None, None), RuntimeError, "running_mean must be defined in evaluation mode"),
+    (lambda: F.batch_norm(_x3, None, None, ag.zeros(2), training=True), RuntimeError,
+     "weight should contain 3 elements not 2"),
+    (lambda: F.group_norm(_x3, 2), RuntimeError,
+     "Expected number of channels in input to be divisible by num_groups, but got input of shape [2, 3, 8] and "
+     "num_groups=2"),
+    (lambda: F.instance_norm(ag.zeros(2, 3)), ValueError, "Expected more than 1 spatial element when training"),
+    (lambda: F.rms_norm(_x3, (3,)), RuntimeError,
+     "Given normalized_shape=[3], expected input with shape [*3], but got input of size[2, 3, 8]"),
+    (lambda: F.glu(ag.zeros(2, 3)), RuntimeError, "Halving dimension must be even, but dimension 1 is size 3"),
+    (lambda: F.prelu(_x4, ag.zeros(2)), RuntimeError,
+     "Mismatch of parameter numbers and input channel size. Found parameter numbers = 2 and channel size = 3."),
+    (lambda: F.silu(ag.tensor([1, 2])), NotImplementedError, "\"silu_cpu\" not implemented for 'Long'"),
+    (lambda: F.hardtanh(ag.zeros(2), 2.0, 1.0), ValueError, "min_val cannot be greater than max_val"),
+    (lambda: F.celu(ag.zeros(2), 0.0), RuntimeError, "ZeroDivisionError: alpha cannot be 0 for CELU"),
+    (lambda: F.binary_cross_entropy(ag.tensor([1.5]), ag.tensor([1.0])), RuntimeError,
+     "all elements of input should be between 0 and 1"),
+    (lambda: F.binary_cross_entropy(ag.zeros(2, 3), ag.zeros(3)), ValueError,
+     "Using a target size (torch.Size([3])) that is different to the input size (torch.Size([2, 3])) is deprecated"),
+    (lambda: F.binary_cross_entropy_with_logits(ag.zeros(2, 3), ag.zeros(3)), ValueError,
+     "Target size (torch.Size([3])) must be the same as input size (torch.Size([2, 3]))"),
+    (lambda: F.binary_cross_entropy(ag.zeros(2), ag.zeros(2), ag.ones(2, requires_grad=True)), RuntimeError,
+     "The function 'binary_cross_entropy' is not differentiable with respect to argument 'weight'"),
+    (lambda: F.smooth_l1_loss(ag.zeros(2), ag.zeros(2), beta=-1.0), RuntimeError,
+     "smooth_l1_loss does not support negative values for beta."),
+    (lambda: F.huber_loss(ag.zeros(2), ag.zeros(2), delta=0.0), RuntimeError,
+     "huber_loss does not support non-positive values for delta."),
+    (lambda: F.mse_loss(ag.zeros(2), ag.zeros(2), weight=ag.zeros(3)), ValueError,
+     "Weights and input must have the same size."),
+    (lambda: F.l1_loss(ag.zeros(2), ag.zeros(2), reduction="foo"), ValueError, "foo is not a valid value for reduction"),
+    (lambda: F.kl_div(ag.zeros(2), ag.tensor([1, 2]), reduction="sum"), RuntimeError,
+     "kl_div: Integral inputs not supported."),
+    (lambda: F.one_hot(ag.tensor([1.0])), RuntimeError, "one_hot is only applicable to index tensor of type LongTensor."),
+    (lambda: F.one_hot(ag.tensor([3]), 2), RuntimeError, "Class values must be smaller than num_classes."),
+    (lambda: F.scaled_dot_product_attention(_x4, _x4, _x4, ag.zeros(6, 6, dtype=ag.bool_), is_causal=True),
+     RuntimeError, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"),
+    (lambda: F.scaled_dot_product_attention(_x4, _x4.double(), _x4), RuntimeError,
+     "Expected query, key, and value to have the same dtype, but got query.dtype: float key.dtype: double"),
+    (lambda: F.embedding(ag.tensor([0]), ag.zeros(3, 2), sparse=True), NotImplementedError, "sparse"),
+]
+
+
+@pytest.mark.parametrize("call, exc, message", ERRORS, ids=[m[:40] for _, _, m in ERRORS])
+def test_errors_are_torchs(call, exc, message) -> None:
+    with pytest.raises(exc) as info:
+        call()
+    assert message in str(info.value)
+
+
+def test_integer_inputs_follow_torch() -> None:
+    x = ag.tensor([1, 7])
+    assert F.relu6(x).tolist() == [1, 6] and F.relu6(x).dtype == np.int64
+    assert F.hardtanh(x, 0, 5).tolist() == [1, 5] and F.threshold(x, 2, 5).tolist() == [5, 7]
+    assert F.pad(ag.tensor([[0, 1, 2]]), (1, 1), value=2.5).tolist() == [[2, 0, 1, 2, 2]]
+    assert F.max_pool1d(ag.tensor([[[1, 5, 2, 0]]]), 2).tolist() == [[[5, 2]]]
+
+
+@pytest.mark.parametrize("fn", [F.silu, F.mish, F.elu, F.selu, F.hardswish, F.logsigmoid, F.leaky_relu, F.glu,
+                                lambda x: F.layer_norm(x, (4,)), lambda x: F.rms_norm(x, (4,)),
+                                lambda x: F.interpolate(x[None], scale_factor=2, mode="linear")])
+def test_float32_stays_float32(fn) -> None:
+    assert fn(ag.randn(3, 4)).dtype == np.float32
+
+
+def test_activations_at_extreme_inputs_are_finite_and_quiet() -> None:
+    x = ag.tensor([-1000.0, -50.0, 0.0, 50.0, 1000.0], dtype=ag.float64)
+    for fn in (F.silu, F.mish, F.elu, F.selu, F.celu, F.logsigmoid, F.softsign):
+        assert np.isfinite(fn(x).numpy()).all(), fn
+    assert F.logsigmoid(x).numpy()[0] == -1000.0
+    np.testing.assert_allclose(F.binary_cross_entropy_with_logits(x, ag.ones(5, dtype=ag.float64),
+                                                                  reduction="none").numpy()[[0, 4]], [1000.0, 0.0])
+
+
+async def test_functional_inplace_variants_rebase_history() -> None:
+    a = t64([-1.0, 0.5, 2.0])
+    y = a * 1
+    assert F.leaky_relu_(y, 0.1) is y and y.grad_fn.name() == "LeakyReluBackward0"
+    await y.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), [0.1, 1.0, 1.0])
+    z = ag.tensor([-1.0, 1.0])
+    F.relu(z, inplace=True)
+    F.hardtanh_(z, -0.5, 0.5)
+    assert z.tolist() == [0.0, 0.5]
+
+
+def test_max_pool_keeps_the_first_maximum_and_nan_like_torch() -> None:
+    x = ag.tensor([[[0.0, 0.0, 1.0, 1.0, float("nan"), 3.0]]])
+    out, idx = F.max_pool1d(x, 2, return_indices=True)
+    assert idx.tolist() == [[[0, 2, 4]]] and np.isnan(out.numpy()[0, 0, 2])
+
+
+def test_attention_fully_masked_rows_give_zeros_and_dropout_is_seeded() -> None:
+    q = ag.randn(1, 3, 4)
+    mask = ag.tensor([[True, True, False], [False, False, False], [True, False, True]])
+    out = F.scaled_dot_product_attention(q, q, q, mask)
+    assert (out.numpy()[0, 1] == 0).all() and np.isfinite(out.numpy()).all()
+    ag.manual_seed(3)
+    a = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    ag.manual_seed(3)
+    b = F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_one_hot_and_embedding_options() -> None:
+    assert F.one_hot(ag.tensor([0, 2])).tolist() == [[1, 0, 0], [0, 0, 1]]
+    assert F.one_hot(ag.tensor([[1]]), 3).dtype == np.int64
+
+
+async def test_embedding_backward_adds_repeated_rows_on_every_path() -> None:
+    """NOTE [Row scatter]: one-hot matmul (small), CSR product (large), assignment (unique indices)."""
+    for rows, idx in ((5, np.array([[0, 3, 3], [4, 0, 0]])), (300, np.random.default_rng(0).integers(0, 300, (20, 30))),
+                      (300, np.arange(280))):
+        w = t64(rnd(rows, 4))
+        g = rnd(*idx.shape, 4, seed=1)
+        out = F.embedding(ag.tensor(idx), w)
+        await out.backward(ag.tensor(g))
+        want = np.zeros((rows, 4))
+        np.add.at(want, idx.reshape(-1), g.reshape(-1, 4))
+        np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12, atol=1e-12)

@@ -136,7 +136,8 @@ def test_families_have_one_table_each() -> None:
     assert len(families) == len(set(families))
     assert set(families) == {
         "elementwise", "reduce", "shape", "join", "rearrange", "diagonal", "contract", "index", "scatter", "search",
-        "sampling", "linalg", "nn", "convert", "inplace", "special", "scan", "sorting",
+        "sampling", "linalg", "nn", "convert", "inplace", "special", "scan", "sorting", "activation", "conv", "pool",
+        "resample", "pad", "normalization", "loss", "attention",
     }
 
 

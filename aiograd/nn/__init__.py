@@ -4,34 +4,115 @@ Built only on aiograd's public operations; ``await loss.backward()`` trains them
 """
 
 from . import functional, init, utils
-from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
-from .modules import (
-    Conv2d,
-    CrossEntropyLoss,
-    Dropout,
-    Embedding,
-    Flatten,
+from .activation import (
+    CELU,
+    ELU,
     GELU,
-    Identity,
-    LayerNorm,
-    Linear,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
     LogSoftmax,
-    MaxPool2d,
-    Module,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softshrink,
+    Softsign,
+    Tanh,
+    Tanhshrink,
+    Threshold,
+)
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Fold, Unfold
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
     MSELoss,
     NLLLoss,
-    ReLU,
-    Sequential,
-    Sigmoid,
-    Softmax,
-    Tanh,
-    Unflatten,
+    SmoothL1Loss,
+)
+from .modules import Dropout, Embedding, Flatten, Identity, Linear, Module, Sequential, Unflatten
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+    RMSNorm,
 )
 from .parameter import Parameter
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    MaxPool1d,
+    MaxPool2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    Upsample,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
-    "ParameterDict", "Identity", "Linear", "Conv2d",
-    "ReLU", "Tanh", "GELU", "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "Flatten", "Unflatten", "MaxPool2d",
-    "Embedding", "LayerNorm", "CrossEntropyLoss", "NLLLoss", "MSELoss",
+    "ParameterDict", "Identity", "Linear", "Dropout", "Flatten", "Unflatten", "Embedding",
+    # activations
+    "ReLU", "ReLU6", "SiLU", "Mish", "LeakyReLU", "ELU", "SELU", "CELU", "Hardtanh", "Hardsigmoid", "Hardswish",
+    "LogSigmoid", "Softmin", "Softsign", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softplus", "Hardshrink",
+    "Softshrink", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax",
+    # convolution, pooling, resampling, padding
+    "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "Upsample", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+    "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+    "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
+    # normalization
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "GroupNorm",
+    "LayerNorm", "RMSNorm",
+    # losses
+    "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CrossEntropyLoss",
+    "NLLLoss",
+    # attention, transformers
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerDecoder", "Transformer",
 ]

@@ -7,7 +7,10 @@ numpy's dispatch) in one place, ``install``.
 
 from ..tensor import Tensor
 from . import (
+    activation,
+    attention,
     contract,
+    conv,
     convert,
     diagonal,
     elementwise,
@@ -15,9 +18,14 @@ from . import (
     inplace,
     join,
     linalg,
+    loss,
     nn,
+    normalization,
+    pad,
+    pool,
     rearrange,
     reduce,
+    resample,
     sampling,
     scan,
     scatter,
@@ -29,10 +37,14 @@ from . import (
 from ._table import install
 
 # the family modules, named before the star imports rebind ``diagonal`` and ``scatter`` to the ops
-_FAMILIES = (contract, convert, diagonal, elementwise, index, inplace, join, linalg, nn, rearrange, reduce, sampling,
-             scan, scatter, search, shape, sorting, special)
+_FAMILIES = (activation, attention, contract, conv, convert, diagonal, elementwise, index, inplace, join, linalg, loss,
+             nn, normalization, pad, pool, rearrange, reduce, resample, sampling, scan, scatter, search, shape, sorting,
+             special)
 
+from .activation import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
 from .contract import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
 from .convert import *  # noqa: F401,F403
 from .diagonal import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
@@ -40,10 +52,15 @@ from .index import *  # noqa: F401,F403
 from .inplace import *  # noqa: F401,F403
 from .join import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
-from .sampling import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .pad import *  # noqa: F401,F403
+from .pool import *  # noqa: F401,F403
 from .rearrange import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
+from .resample import *  # noqa: F401,F403
+from .sampling import *  # noqa: F401,F403
 from .scan import *  # noqa: F401,F403
 from .scatter import *  # noqa: F401,F403
 from .search import *  # noqa: F401,F403

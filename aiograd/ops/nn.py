@@ -1,51 +1,36 @@
-"""Fused neural-network primitives and their derivative rules.
+"""Fused neural-network primitives and their derivative rules: softmax, log_softmax,
+nll_loss, embedding, one_hot, dropout.
 
-softmax, log_softmax, nll_loss, conv2d, max_pool2d, embedding, layer_norm,
-dropout. Each is one node with a fused, numerically stable rule (these are
-the places where composing from elementwise primitives would be slower or
-lose precision).
+Each is one node with a fused, numerically stable rule (the places where
+composing from elementwise primitives would be slower or lose precision). The
+other families of torch.nn.functional's primitives have their own modules:
+activation, conv (and unfold/fold), pool, resample (interpolate, adaptive
+average pooling), pad, norm, loss and attention.
 
 Rules that are plain numpy expressions of the saved values also serve
 create_graph passes (NOTE [One rule for both modes] in _common.py). Where a
-rule is a scatter (embedding, max_pool2d) the graph-mode path calls the
+rule is a scatter (embedding, max pooling) the graph-mode path calls the
 differentiable row gather/scatter pair defined here, each the other's
-derivative. conv2d's rule is not expressible that way: its double backward
-raises a clear "not supported" error.
+derivative.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
-from ..autograd.graph import Node, Saved, SavedArray, Shape, link_one, record, save, save_output, unpack
+from ..autograd.graph import Node, Saved, Shape, link_one, save_output, unpack
 from ..tensor import Tensor, _generator
-from ._common import grad_enabled, needs_grad, wrap
+from ._common import grad_enabled, wrap
 from ._common import torch_dtype_name as _torch_dtype_name
+from ._nn_common import REDUCTIONS as _REDUCTIONS
+from ._nn_common import check_reduction as _check_reduction
+from ._nn_common import float_data
 from ._table import OpTable
-from .shape import _wrap_dim, int_tuple
+from .shape import _wrap_dim
 
 NN = OpTable("nn")
-
-
-def _pair(v: Any, name: str) -> tuple[int, int]:
-    if isinstance(v, (tuple, list)):
-        if len(v) == 1:
-            return int(v[0]), int(v[0])
-        if len(v) != 2:
-            raise RuntimeError(f"{name} must be an int or a tuple of two ints, got {tuple(v)}")
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
-
-
-def _float_input(x: Tensor, op: str) -> np.ndarray:
-    d = x._data
-    if d.dtype.kind not in "fc":
-        raise RuntimeError(f'"{op}" not implemented for \'{_torch_dtype_name(d.dtype)}\'')
-    return d
 
 
 # ----- softmax / log_softmax ------------------------------------------------------------
@@ -81,7 +66,7 @@ class LogSoftmaxBackward0(Node):
 def _softmax_prep(input: Tensor, dim: int, dtype: Any, op: str) -> tuple[Tensor, np.ndarray, int]:
     if dtype is not None:
         input = input.to(dtype)  # type: ignore[attr-defined]
-    xd = _float_input(input, op)
+    xd = float_data(input, op)
     return input, xd, _wrap_dim(dim, xd.ndim)
 
 
@@ -122,14 +107,6 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 # ----- nll_loss ----------------------------------------------------------------------------
-
-_REDUCTIONS = ("none", "mean", "sum")
-
-
-def _check_reduction(reduction: str) -> None:
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-
 
 class NllLossBackward0(Node):
     """The gradient is ``g`` (broadcast) times a constant: -weight[target] at each target
@@ -228,210 +205,42 @@ def nll_loss(
     return out
 
 
-# ----- conv2d (im2col) --------------------------------------------------------------------
-
-
-def _conv_padding(padding: Any, kh: int, kw: int, dh: int, dw: int, stride: tuple[int, int]) -> tuple[int, int, int, int]:
-    """(top, bottom, left, right) zero padding."""
-    if isinstance(padding, str):
-        if padding == "valid":
-            return 0, 0, 0, 0
-        if padding == "same":
-            if stride != (1, 1):
-                raise ValueError("padding='same' is not supported for strided convolutions")
-            th, tw = dh * (kh - 1), dw * (kw - 1)
-            return th // 2, th - th // 2, tw // 2, tw - tw // 2
-        raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
-    ph, pw = _pair(padding, "padding")
-    if ph < 0 or pw < 0:
-        raise RuntimeError("negative padding is not supported")
-    return ph, ph, pw, pw
-
-
-def _windows(xp: np.ndarray, Ho: int, Wo: int, kh: int, kw: int, s: tuple[int, int], d: tuple[int, int]) -> np.ndarray:
-    """A strided view (N, C, Ho, Wo, kh, kw) of the padded input's receptive fields."""
-    sN, sC, sH, sW = xp.strides
-    N, C = xp.shape[:2]
-    return as_strided(
-        xp, shape=(N, C, Ho, Wo, kh, kw),
-        strides=(sN, sC, sH * s[0], sW * s[1], sH * d[0], sW * d[1]), writeable=False,
-    )
-
-
-class ConvolutionBackward0(Node):
-    """Backward of conv2d: grad_weight = g^T @ cols, grad_input = col2im(g @ W), grad_bias = sum(g)."""
-
-    __slots__ = (
-        "x", "w", "cols", "in_shape", "stride", "dilation", "pads", "groups", "out_hw", "unbatched",
-    )
-    x: Saved
-    w: Saved
-    cols: SavedArray  # the im2col matrix of the input (weight gradient), None if the weight needs none
-    in_shape: tuple[int, int, int, int]
-    stride: tuple[int, int]
-    dilation: tuple[int, int]
-    pads: tuple[int, int, int, int]
-    groups: int
-    out_hw: tuple[int, int]
-    unbatched: bool
-
-    def apply(self, grads: list[Any]) -> tuple[Any, ...]:
-        g = grads[0]
-        if g.__class__ is Tensor:
-            raise RuntimeError(
-                "conv2d double backward is not supported: ConvolutionBackward0 cannot run in a "
-                "create_graph=True pass. Compute first-order gradients only."
-            )
-        e = self.next_edges
-        wd = unpack(self, self.w, False)
-        unpack(self, self.x, False)  # the in-place check on the input
-        cols: Any = self.cols
-        if self.unbatched:
-            g = g[None]
-        N, C, H, W = self.in_shape
-        O, Cg, kh, kw = wd.shape
-        G = self.groups
-        Og = O // G
-        Ho, Wo = self.out_hw
-        K = Cg * kh * kw
-        M = N * Ho * Wo
-        gm = np.ascontiguousarray(g.transpose(0, 2, 3, 1)).reshape(M, O)
-        gx = gw = gb = None
-        if e[1] is not None:
-            if G == 1:
-                gw = (gm.T @ cols).reshape(wd.shape)
-            else:
-                gw = np.matmul(
-                    gm.reshape(M, G, Og).transpose(1, 2, 0), cols.reshape(M, G, K).transpose(1, 0, 2)
-                ).reshape(wd.shape)
-        if len(e) > 2 and e[2] is not None:
-            gb = gm.sum(axis=0)
-        if e[0] is not None:
-            if G == 1:
-                dcols = gm @ wd.reshape(O, K)
-            else:
-                dcols = np.matmul(gm.reshape(M, G, Og).transpose(1, 0, 2), wd.reshape(G, Og, K))
-                dcols = dcols.transpose(1, 0, 2)
-            # (N, Ho, Wo, C, kh, kw) -> (kh, kw, N, C, Ho, Wo): each kernel tap is one slab to add.
-            dcols = np.ascontiguousarray(
-                dcols.reshape(N, Ho, Wo, C, kh, kw).transpose(4, 5, 0, 3, 1, 2)
-            )
-            pt, pb, pl, pr = self.pads
-            (sh, sw), (dh, dw) = self.stride, self.dilation
-            dxp = np.zeros((N, C, H + pt + pb, W + pl + pr), dtype=dcols.dtype)
-            for i in range(kh):
-                for j in range(kw):
-                    dxp[:, :, i * dh: i * dh + sh * (Ho - 1) + 1: sh, j * dw: j * dw + sw * (Wo - 1) + 1: sw] += dcols[i, j]
-            gx = dxp[:, :, pt: pt + H, pl: pl + W]
-            if self.unbatched:
-                gx = gx[0]
-        return (gx, gw, gb) if len(e) > 2 else (gx, gw)
-
-
-@NN.op(nodes=(ConvolutionBackward0,), method=False)
-def conv2d(
-    input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
-    dilation: Any = 1, groups: int = 1,
-) -> Tensor:
-    """2-D cross-correlation over (N, C, H, W) (or unbatched (C, H, W)) input, as torch.nn.functional.conv2d."""
-    xd = input._data
-    wd = weight._data
-    if wd.ndim != 4:
-        raise RuntimeError(
-            f"weight should have at least three dimensions, got weight of size {list(wd.shape)}"
-            if wd.ndim < 3 else
-            f"Expected 4-dimensional weight for 4-dimensional input, but got weight of size {list(wd.shape)}"
-        )
-    if xd.ndim not in (3, 4):
-        raise RuntimeError(
-            f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: {list(xd.shape)}"
-        )
-    if xd.dtype != wd.dtype:
-        raise RuntimeError(
-            f"Input type ({_torch_dtype_name(xd.dtype)}) and weight type ({_torch_dtype_name(wd.dtype)}) "
-            "should be the same"
-        )
-    unbatched = xd.ndim == 3
-    if unbatched:
-        xd = xd[None]
-    N, C, H, W = xd.shape
-    O, Cg, kh, kw = wd.shape
-    groups = int(groups)
-    if groups < 1:
-        raise RuntimeError("non-positive groups is not supported")
-    if C != Cg * groups:
-        raise RuntimeError(
-            f"Given groups={groups}, weight of size {list(wd.shape)}, expected input"
-            f"{list(input._data.shape)} to have {Cg * groups} channels, but got {C} channels instead"
-        )
-    if O % groups:
-        raise RuntimeError(
-            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got "
-            f"weight of size {list(wd.shape)} instead"
-        )
-    s = _pair(stride, "stride")
-    d = _pair(dilation, "dilation")
-    if min(s) < 1:
-        raise RuntimeError("non-positive stride is not supported")
-    if min(d) < 1:
-        raise RuntimeError("dilation should be greater than zero")
-    pt, pb, pl, pr = _conv_padding(padding, kh, kw, d[0], d[1], s)
-    Hp, Wp = H + pt + pb, W + pl + pr
-    ekh, ekw = d[0] * (kh - 1) + 1, d[1] * (kw - 1) + 1
-    if Hp < ekh or Wp < ekw:
-        raise RuntimeError(
-            f"Calculated padded input size per channel: ({Hp} x {Wp}). Kernel size: ({ekh} x {ekw}). "
-            "Kernel size can't be greater than actual input size"
-        )
-    Ho = (Hp - ekh) // s[0] + 1
-    Wo = (Wp - ekw) // s[1] + 1
-    xp = np.pad(xd, ((0, 0), (0, 0), (pt, pb), (pl, pr))) if (pt or pb or pl or pr) else xd
-    win = _windows(xp, Ho, Wo, kh, kw, s, d)  # (N, C, Ho, Wo, kh, kw)
-    G = groups
-    Og = O // G
-    K = Cg * kh * kw
-    M = N * Ho * Wo
-    # cols[(n, ho, wo), (c, i, j)]: one contiguous copy of the receptive fields.
-    cols = np.ascontiguousarray(win.transpose(0, 2, 3, 1, 4, 5)).reshape(M, C * kh * kw)
-    if G == 1:
-        res = cols @ np.ascontiguousarray(wd.reshape(O, K).T)  # C order: BLAS's fast path under load
-    else:
-        res = np.matmul(cols.reshape(M, G, K).transpose(1, 0, 2), wd.reshape(G, Og, K).transpose(0, 2, 1))
-        res = res.transpose(1, 0, 2).reshape(M, O)
-    res = res.reshape(N, Ho, Wo, O).transpose(0, 3, 1, 2)
-    if bias is not None:
-        bd = bias._data
-        if bd.shape != (O,):
-            raise RuntimeError(f"Given weight of size {list(wd.shape)}, expected bias to be 1-dimensional with {O} elements, but got bias of size {list(bd.shape)} instead")
-        res = res + bd.reshape(1, O, 1, 1)
-    res = np.ascontiguousarray(res, dtype=xd.dtype)
-    if unbatched:
-        res = res[0]
-    out = wrap(res, input._device)
-    inputs = (input, weight) if bias is None else (input, weight, bias)
-    if needs_grad(*inputs):
-        node = ConvolutionBackward0(
-            save(input), save(weight), cols if weight._requires_grad else None, (N, C, H, W), s, d,
-            (pt, pb, pl, pr), G, (Ho, Wo), unbatched,
-        )
-        record(node, inputs, (out,))
-        node.work = 2 * M * K * O  # flops of one of the two products (read by the offload policy)
-    return out
-
-
 # ----- row gather / scatter (differentiable pair) -----------------------------------------
 
 
+# NOTE [Row scatter]: adding rows of ``g`` into a (rows, D) table at repeated indices
+# (embedding's backward) is a sparse matrix product: table = S @ g with S[r, k] = 1
+# where idx[k] == r. np.add.at does it one row at a time (about 0.8 ms for 1024 rows
+# of 64 floats here); built as a CSR matrix from a stable argsort it is one pass in
+# scipy's C loop (about 50 us), and for a small table a dense one-hot matmul is
+# quicker still. Unique indices (a position embedding) are a plain assignment.
+_ONE_HOT_MAX = 1 << 16  # rows * len(idx): the one-hot matrix this small is cheaper than building a CSR one
+
+
 def _index_add_rows(g: np.ndarray, idx: np.ndarray, rows: int) -> np.ndarray:
-    """out[rows, D] with out[idx[k]] += g[k] (repeated indices add up)."""
+    """out[rows, D] with out[idx[k]] += g[k] (repeated indices add up; NOTE [Row scatter])."""
     D = g.shape[-1]
     g2 = g.reshape(-1, D)
     flat = idx.reshape(-1)
+    M = flat.shape[0]
     if D == 1:
         return np.bincount(flat, weights=g2[:, 0], minlength=rows).astype(g.dtype, copy=False).reshape(rows, 1)
-    out = np.zeros((rows, D), dtype=g.dtype)
-    np.add.at(out, flat, g2)
-    return out
+    if rows * M <= _ONE_HOT_MAX:
+        onehot = np.zeros((rows, M), dtype=g.dtype)
+        onehot[flat, np.arange(M)] = 1
+        return onehot @ g2
+    counts = np.bincount(flat, minlength=rows)
+    if M and counts.max() <= 1:
+        out = np.zeros((rows, D), dtype=g.dtype)
+        out[flat] = g2
+        return out
+    from scipy import sparse
+
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    order = np.argsort(flat, kind="stable")
+    scatter = sparse.csr_matrix((np.ones(M, dtype=g.dtype), order, indptr), shape=(rows, M))
+    return np.asarray(scatter @ g2, dtype=g.dtype)
 
 
 class _GatherRowsBackward(Node):
@@ -486,9 +295,10 @@ def _scatter_rows(src: Tensor, idx: np.ndarray, rows: int) -> Tensor:
 
 
 @NN.op(nodes=(EmbeddingBackward0,), method=False)
-def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Tensor:
-    """Rows of ``weight`` (num_embeddings, dim) picked by the integer ``input``;
-    the gradient adds up over repeated indices and is zero at ``padding_idx``."""
+def embedding(input: Any, weight: Tensor, padding_idx: int | None = None, scale_grad_by_freq: bool = False) -> Tensor:
+    """Rows of ``weight`` (num_embeddings, dim) picked by the integer ``input``; the gradient adds
+    up over repeated indices (divided by their count with ``scale_grad_by_freq``) and is zero at
+    ``padding_idx``."""
     idx = input._data if isinstance(input, Tensor) else np.asarray(input)
     if idx.dtype.kind not in "iu":
         raise RuntimeError(
@@ -509,200 +319,31 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
             raise AssertionError("Padding_idx must be within num_embeddings")
         if (idx == padding_idx).any():
             mask = (idx != padding_idx)[..., None].astype(wd.dtype)
+    if scale_grad_by_freq and idx.size:
+        freq = (1.0 / np.bincount(idx.reshape(-1), minlength=n)[idx])[..., None].astype(wd.dtype)
+        mask = freq if mask is None else mask * freq
     return _gather_rows(weight, idx, EmbeddingBackward0, mask)
 
 
-# ----- max_pool2d ----------------------------------------------------------------------------
-
-
-def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
-    num = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)
-    o = num // s + 1
-    if ceil and (o - 1) * s >= size + p:
-        o -= 1
-    return o
-
-
-class MaxPool2DWithIndicesBackward0(Node):
-    """Each output's gradient goes to the input position that held the max (added where windows overlap)."""
-
-    __slots__ = ("flat", "in_shape", "overlap", "valid")
-    flat: np.ndarray
-    in_shape: Shape
-    overlap: bool
-    valid: np.ndarray | None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        size = int(np.prod(self.in_shape))
-        if self.valid is not None:  # windows that lie wholly in the padding send no gradient
-            g = g * self.valid
-        gi: Any
-        if g.__class__ is Tensor:
-            gi = _scatter_rows(g.reshape(-1, 1), self.flat, size)
-            return (gi.reshape(self.in_shape),)
-        if self.overlap or self.valid is not None:
-            gi = np.bincount(self.flat, weights=g.reshape(-1), minlength=size).astype(g.dtype, copy=False)
-        else:
-            gi = np.zeros(size, dtype=g.dtype)
-            gi[self.flat] = g.reshape(-1)
-        return (gi.reshape(self.in_shape),)
-
-
-@NN.op(nodes=(MaxPool2DWithIndicesBackward0,), method=False)
-def max_pool2d(
-    input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
-    ceil_mode: bool = False, return_indices: bool = False,
-) -> Any:
-    """2-D max pooling over (N, C, H, W) (or (C, H, W)); ``return_indices`` also returns the
-    flat H*W index of each max, as torch."""
-    xd = input._data
-    if xd.ndim not in (3, 4):
-        raise RuntimeError(
-            f"non-empty 3D or 4D (batch mode) tensor expected for input, but got: {list(xd.shape)}"
-        )
-    kh, kw = _pair(kernel_size, "kernel_size")
-    sh, sw = _pair(stride, "stride") if stride is not None and stride != () and stride != [] else (kh, kw)
-    ph, pw = _pair(padding, "padding")
-    dh, dw = _pair(dilation, "dilation")
-    if min(kh, kw) < 1:
-        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kh} kW: {kw}")
-    if min(sh, sw) < 1:
-        raise RuntimeError(f"stride should be greater than zero, but got dH: {sh} dW: {sw}")
-    if min(dh, dw) < 1:
-        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dh} dilationW: {dw}")
-    for p, k, d in ((ph, kh, dh), (pw, kw, dw)):
-        if p > ((k - 1) * d + 1) // 2:
-            raise RuntimeError(
-                f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} "
-                f"and dilation={d}"
-            )
-    lead = xd.shape[:-2]
-    H, W = xd.shape[-2:]
-    Ho = _pool_out(H, kh, sh, ph, dh, ceil_mode)
-    Wo = _pool_out(W, kw, sw, pw, dw, ceil_mode)
-    if Ho < 1 or Wo < 1:
-        raise RuntimeError(
-            f"Given input size: ({'x'.join(map(str, xd.shape[-3:]))}). Calculated output size: "
-            f"({xd.shape[-3]}x{Ho}x{Wo}). Output size is too small"
-        )
-    x4 = xd.reshape((-1, 1, H, W))
-    # pad so every window fits (ceil_mode may need more on the bottom/right)
-    need_h = (Ho - 1) * sh + dh * (kh - 1) + 1
-    need_w = (Wo - 1) * sw + dw * (kw - 1) + 1
-    pb = max(0, need_h - H - ph)
-    pr = max(0, need_w - W - pw)
-    if ph or pw or pb or pr:
-        fill = -np.inf if xd.dtype.kind == "f" else np.iinfo(xd.dtype).min
-        x4 = np.pad(x4, ((0, 0), (0, 0), (ph, pb), (pw, pr)), constant_values=fill)
-    win = _windows(x4, Ho, Wo, kh, kw, (sh, sw), (dh, dw))[:, 0]  # (B, Ho, Wo, kh, kw)
-    B = win.shape[0]
-    wflat = win.reshape(B, Ho, Wo, kh * kw)
-    local = wflat.argmax(axis=-1)
-    vals = np.take_along_axis(wflat, local[..., None], axis=-1)[..., 0]
-    rows = np.arange(Ho).reshape(1, Ho, 1) * sh - ph + (local // kw) * dh
-    colsi = np.arange(Wo).reshape(1, 1, Wo) * sw - pw + (local % kw) * dw
-    indices = rows * W + colsi  # (B, Ho, Wo) flat index into H*W
-    out = wrap(np.ascontiguousarray(vals).reshape(lead + (Ho, Wo)), input._device)
-    if input._requires_grad and grad_enabled():
-        inside = (rows >= 0) & (rows < H) & (colsi >= 0) & (colsi < W)
-        safe = np.where(inside, indices, 0) if not inside.all() else indices
-        node = MaxPool2DWithIndicesBackward0(
-            (safe + (np.arange(B) * (H * W)).reshape(B, 1, 1)).reshape(-1), xd.shape,
-            sh < (kh - 1) * dh + 1 or sw < (kw - 1) * dw + 1,
-            None if inside.all() else inside.reshape(lead + (Ho, Wo)).astype(xd.dtype),
-        )
-        link_one(node, input, out)
-    if return_indices:
-        return out, Tensor._wrap(indices.reshape(lead + (Ho, Wo)).astype(np.int64), input._device)
-    return out
-
-
-# ----- layer_norm ----------------------------------------------------------------------------
-
-
-class NativeLayerNormBackward0(Node):
-    """gx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)) with gh = g * weight;
-    gw = sum(g * xhat), gb = sum(g) over the leading dims."""
-
-    __slots__ = ("x", "w", "mean", "rstd", "axes", "lead", "eps")
-    x: Saved
-    w: Saved
-    mean: SavedArray
-    rstd: SavedArray
-    axes: tuple[int, ...]
-    lead: tuple[int, ...]
-    eps: float
-
-    def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
-        g = grads[0]
-        graph = g.__class__ is Tensor
-        e = self.next_edges
-        axes = self.axes
-        x = unpack(self, self.x, graph)
-        if graph:  # recompute the statistics differentiably, so double backward sees them
-            mu = np.mean(x, axis=axes, keepdims=True)
-            xc = x - mu
-            rstd = 1.0 / np.sqrt(np.mean(xc * xc, axis=axes, keepdims=True) + self.eps)
-        else:
-            if self.mean is None:
-                unpack(self, None, False)
-            mu, rstd = self.mean, self.rstd
-            xc = x - mu
-        xhat = xc * rstd
-        w = unpack(self, self.w, graph) if self.w is not None else None
-        gx = gw = gb = None
-        if e[0] is not None:
-            gh = g * w if w is not None else g
-            gx = rstd * (gh - np.mean(gh, axis=axes, keepdims=True)
-                         - xhat * np.mean(gh * xhat, axis=axes, keepdims=True))
-        if e[1] is not None:
-            gw = g * xhat
-            if self.lead:
-                gw = np.sum(gw, axis=self.lead)
-        if e[2] is not None:
-            gb = np.sum(g, axis=self.lead) if self.lead else g
-        return gx, gw, gb
-
-
-@NN.op(nodes=(NativeLayerNormBackward0,), method=False)
-def layer_norm(
-    input: Tensor, normalized_shape: Any, weight: Tensor | None = None, bias: Tensor | None = None,
-    eps: float = 1e-5,
-) -> Tensor:
-    """Normalize over the trailing ``normalized_shape`` dims, then scale by ``weight`` and shift by ``bias``."""
-    ns = int_tuple((normalized_shape,), "layer_norm", "normalized_shape")
-    xd = _float_input(input, "layer_norm")
-    k = len(ns)
-    if k == 0 or xd.ndim < k or xd.shape[xd.ndim - k:] != ns:
-        raise RuntimeError(
-            f"Given normalized_shape={list(ns)}, expected input with shape [*, {', '.join(map(str, ns))}], "
-            f"but got input of size{list(xd.shape)}"
-        )
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and t._data.shape != ns:
-            raise RuntimeError(
-                f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                f"{list(t._data.shape)} and normalized_shape = {list(ns)}"
-            )
-    axes = tuple(range(xd.ndim - k, xd.ndim))
-    mu = xd.mean(axis=axes, keepdims=True)
-    xc = xd - mu
-    var = np.mean(xc * xc, axis=axes, keepdims=True)
-    rstd = 1.0 / np.sqrt(var + eps)
-    y = xc * rstd
-    if weight is not None:
-        y *= weight._data
-    if bias is not None:
-        y += bias._data
-    out = wrap(y.astype(xd.dtype, copy=False), input._device)
-    if needs_grad(input, weight, bias):
-        node = NativeLayerNormBackward0(
-            save(input), save(weight) if weight is not None else None, mu, rstd.astype(xd.dtype, copy=False),
-            axes, tuple(range(xd.ndim - k)), eps,
-        )
-        record(node, (input, weight, bias), (out,))
-    return out
+@NN.op(method=False, export=False)
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """An int64 tensor of ``tensor.shape + (num_classes,)`` with a 1 at each value's class
+    (``num_classes=-1``: one more than the largest value)."""
+    xd = tensor._data
+    if xd.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if xd.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(xd.max()) + 1
+    if xd.size:
+        if xd.min() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if xd.max() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(xd.shape + (num_classes,), dtype=np.int64)
+    np.put_along_axis(out, xd[..., None], 1, axis=-1)
+    return Tensor._wrap(out, tensor._device)
 
 
 # ----- dropout -------------------------------------------------------------------------------

@@ -1,0 +1,302 @@
+"""The loss functions of aiograd.nn.functional, with torch's signatures.
+
+The pointwise losses are fused ops (aiograd.ops.loss, NOTE [Pointwise losses]);
+cross_entropy is log_softmax + nll_loss (both fused); torch composes l1_loss,
+kl_div and the weighted variants of mse/l1/huber from other ops, and so do we
+(the result's node names are torch's). The legacy ``size_average``/``reduce``
+keywords map to ``reduction`` with torch's deprecation warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ..ops import elementwise as _ew
+from ..ops import loss as _loss
+from ..ops import nn as _nn
+from ..ops._common import checked as _checked
+from ..ops._nn_common import check_reduction, reduce_loss, torch_dtype_name
+from ..tensor import Tensor
+from ._util import user_stacklevel
+
+__all__ = [
+    "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div",
+]
+
+
+def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """``reduction`` from torch's deprecated ``size_average``/``reduce`` keywords, with torch's warning
+    (they win over ``reduction`` when either is given)."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = ("mean" if size_average else "sum") if reduce else "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return ret
+
+
+def _warn_size(input: Tensor, target: Any) -> None:
+    tshape = tuple(target.shape) if isinstance(target, Tensor) else np.shape(target)
+    if tshape != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({_size(tshape)}) that is different to the input size ({_size(input.shape)}). "
+            "This will likely lead to incorrect results due to broadcasting. Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
+def _size(shape: Any) -> str:
+    return f"torch.Size({list(shape)})"
+
+
+def _check_weight(input: Tensor, weight: Tensor | None) -> None:
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+
+def _weighted(loss: Tensor, weight: Tensor, reduction: str, mean_by_weight: bool) -> Tensor:
+    """torch's weighted losses: ``loss * weight``, reduced (``'mean'``: over the weight's sum, or the count)."""
+    weighted = loss * weight
+    if reduction == "none":
+        return weighted
+    if reduction == "sum":
+        return weighted.sum()  # type: ignore[attr-defined,no-any-return]
+    if reduction == "mean":
+        if mean_by_weight:
+            return weighted.sum() / weight.sum()  # type: ignore[attr-defined,no-any-return]
+        return weighted.mean()  # type: ignore[attr-defined,no-any-return]
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+
+
+@_checked
+def nll_loss(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+    ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+) -> Tensor:
+    """Negative log likelihood loss on log-probabilities, class-index targets."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    return _nn.nll_loss(input, target, weight, ignore_index, reduction)
+
+
+def _class_weight_view(weight: Tensor, ndim: int) -> Tensor:
+    if ndim > 1:
+        shape = [1] * ndim
+        shape[1] = weight.shape[0]
+        return weight.reshape(shape)  # type: ignore[attr-defined,no-any-return]
+    return weight
+
+
+@_checked
+def cross_entropy(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+    ignore_index: int = -100, reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross entropy between logits ``input`` (C,), (N, C) or (N, C, d1, ...) and ``target``:
+    class indices, or class probabilities of the input's shape. As torch, including
+    ``weight``, ``ignore_index`` (indices only) and ``label_smoothing``."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    if input.ndim == 0:
+        raise RuntimeError("cross_entropy: input must have at least one dimension (the classes)")
+    n_classes = input.shape[class_dim]
+    tshape = target.shape if isinstance(target, Tensor) else np.shape(target)
+    if tuple(tshape) == tuple(input.shape):
+        return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing, class_dim, n_classes)
+    logp = _nn.log_softmax(input, class_dim)
+    nll = _nn.nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0.0:
+        return nll
+    td = target._data if isinstance(target, Tensor) else np.asarray(target)
+    ignore = td == ignore_index
+    if weight is not None:
+        smooth = -(logp * _class_weight_view(weight, input.ndim)).sum(class_dim)  # type: ignore[attr-defined]
+    else:
+        smooth = -logp.sum(class_dim)  # type: ignore[attr-defined]
+    if ignore.any():
+        # a fill, not a product: an ignored row gets no gradient even when the mean divides by 0 (as torch)
+        smooth = _ew.where(ignore, 0.0, smooth)
+    if reduction == "mean":
+        if weight is not None:
+            wd = weight._data
+            denom = wd[td[~ignore]].sum()
+        else:
+            denom = (~ignore).sum()
+        with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: nan, as torch
+            ret = smooth.sum() / float(denom)
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / n_classes)
+
+
+def _cross_entropy_prob_target(
+    input: Tensor, target: Any, weight: Tensor | None, reduction: str, label_smoothing: float, class_dim: int,
+    n_classes: int,
+) -> Tensor:
+    if not isinstance(target, Tensor):
+        target = Tensor._wrap(np.asarray(target), input.device)
+    if target.dtype.kind != "f":
+        raise RuntimeError(
+            "Expected floating point type for target with class probabilities, got "
+            f"{torch_dtype_name(target.dtype)}"
+        )
+    if weight is not None and (weight.ndim != 1 or weight.numel() != n_classes):
+        raise RuntimeError(
+            f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}"
+        )
+    logp = _nn.log_softmax(input, class_dim)
+    if label_smoothing > 0.0:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    prod = logp * target
+    if weight is not None:
+        prod = prod * _class_weight_view(weight, input.ndim)
+    if reduction == "mean":
+        if input.numel() == 0:
+            return -(prod.sum() * float("nan"))  # type: ignore[attr-defined,no-any-return]
+        return -prod.sum() / (input.numel() // n_classes)  # type: ignore[attr-defined,no-any-return]
+    if reduction == "sum":
+        return -prod.sum()  # type: ignore[attr-defined,no-any-return]
+    return -prod.sum(class_dim)  # type: ignore[attr-defined,no-any-return]
+
+
+@_checked
+def mse_loss(
+    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
+    """Mean squared error (``reduction`` none/mean/sum; ``weight`` per element, a weighted mean)."""
+    _warn_size(input, target)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if weight is not None:
+        _check_weight(input, weight)
+        diff = input - target  # type: ignore[operator]
+        return _weighted(diff * diff, weight, reduction, True)
+    return _loss.mse_loss(input, target, reduction)
+
+
+@_checked
+def l1_loss(
+    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+    weight: Tensor | None = None,
+) -> Tensor:
+    """Mean absolute error (``reduction`` none/mean/sum; ``weight`` per element, a weighted mean)."""
+    _warn_size(input, target)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    err = (input - target).abs()  # type: ignore[operator]
+    if weight is not None:
+        _check_weight(input, weight)
+        return _weighted(err, weight, reduction, True)
+    return reduce_loss(err, reduction)  # type: ignore[no-any-return]
+
+
+@_checked
+def smooth_l1_loss(
+    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+    beta: float = 1.0,
+) -> Tensor:
+    """Squared error below ``beta``, absolute error (less ``beta / 2``) above; ``beta=0`` is l1_loss."""
+    _warn_size(input, target)
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if beta == 0.0:
+        check_reduction(reduction)
+        return reduce_loss((input - target).abs(), reduction)  # type: ignore[operator,no-any-return]
+    return _loss.smooth_l1_loss(input, target, reduction, beta)
+
+
+@_checked
+def huber_loss(
+    input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0, weight: Tensor | None = None,
+) -> Tensor:
+    """Squared error (halved) below ``delta``, ``delta * (|d| - delta / 2)`` above; ``weight`` per element."""
+    _warn_size(input, target)
+    if weight is None:
+        return _loss.huber_loss(input, target, reduction, delta)
+    _check_weight(input, weight)
+    return _weighted(_loss.huber_loss(input, target, "none", delta), weight, reduction, False)
+
+
+@_checked
+def binary_cross_entropy(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """Binary cross entropy between probabilities ``input`` and ``target`` (logs clamped at -100, as torch)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(
+            f"Using a target size ({_size(target.shape)}) that is different to the input size ({_size(input.shape)}) "
+            "is deprecated. Please ensure they have the same size."
+        )
+    return _loss.binary_cross_entropy(input, target, weight, reduction)
+
+
+@_checked
+def binary_cross_entropy_with_logits(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+    reduction: str = "mean", pos_weight: Tensor | None = None,
+) -> Tensor:
+    """Binary cross entropy on logits (sigmoid inside, computed stably); ``pos_weight`` weighs the positives."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({_size(target.shape)}) must be the same as input size ({_size(input.shape)})")
+    return _loss.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def _xlogx(t: Tensor) -> Tensor:
+    """``t * log(t)`` with 0 where ``t == 0`` (torch's ``xlogy(t, t)``)."""
+    if not t.requires_grad:
+        td = t._data
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.where(td == 0, 0, td * np.log(np.where(td == 0, 1, td)))
+        return Tensor._wrap(np.asarray(v, dtype=td.dtype), t.device)
+    zero = t._data == 0
+    return _ew.where(zero, 0.0, t * _ew.where(zero, 1.0, t).log())  # type: ignore[attr-defined]
+
+
+@_checked
+def kl_div(
+    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+    log_target: bool = False,
+) -> Tensor:
+    """The Kullback-Leibler divergence of ``target`` from ``input`` (log-probabilities);
+    ``log_target``: the target is given as log-probabilities too. ``'batchmean'`` divides by the batch size."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size.'batchmean' "
+            "divides only by the batch size, and aligns with the KL div math definition.'mean' will be changed to "
+            "behave the same as 'batchmean' in the next major release.",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+    if reduction != "batchmean":
+        check_reduction(reduction)
+    if input.dtype.kind != "f" or target.dtype.kind != "f":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    if log_target:
+        pointwise = target.exp() * (target - input)  # type: ignore[attr-defined,operator]
+    else:
+        pointwise = _xlogx(target) - target * input  # type: ignore[operator]
+    if reduction == "batchmean":
+        total = pointwise.sum()
+        return total / input.shape[0] if input.ndim else total  # type: ignore[no-any-return]
+    return reduce_loss(pointwise, reduction)  # type: ignore[no-any-return]
