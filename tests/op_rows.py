@@ -799,6 +799,10 @@ ROWS: list[OpRow] = [
           fn=lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
           node="ScaledDotProductFlashAttentionForCpuBackward0", variant="causal_gqa"),
     # ----- activations and losses (aiograd.ops.activation, aiograd.ops.loss) ---------------------------
+    OpRow("linear", cases(((3, 4), (2, 4), (2,))), fn=F.linear, ref=lambda x, w, b: x @ w.T + b,
+          node="AddmmBackward0"),
+    OpRow("linear", cases(((2, 3, 4), (2, 4)), ((4,), (2, 4))), fn=F.linear, ref=lambda x, w: x @ w.T,
+          node="ViewBackward0", variant="nd_no_bias"),
     OpRow("silu", UNARY, fn=F.silu, ref=lambda x: x / (1 + np.exp(-x)), node="SiluBackward0"),
     OpRow("mish", UNARY, fn=F.mish, ref=lambda x: x * np.tanh(np.log1p(np.exp(x))), node="MishBackward0"),
     OpRow("logsigmoid", UNARY, fn=F.logsigmoid, ref=lambda x: -np.log1p(np.exp(-x)), node="LogSigmoidBackward0"),

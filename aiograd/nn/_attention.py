@@ -25,9 +25,7 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 scaled_dot_product_attention = _checked(_attention.scaled_dot_product_attention)
 
 
-def _linear(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
-    out = x @ w.T  # type: ignore[operator]
-    return out + b if b is not None else out
+_linear = _nn.linear_nd
 
 
 def canonical_mask(mask: Tensor | None, name: str, dtype: np.dtype) -> Tensor | None:
@@ -136,16 +134,15 @@ def multi_head_attention_forward(
             raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        # one product for the packed projections, split by one node (its backward one concatenation)
         if query is key and key is value:
-            proj = _linear(query, in_proj_weight, in_proj_bias)
-            q, k, v = proj[..., :E], proj[..., E: 2 * E], proj[..., 2 * E:]
+            q, k, v = _linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)  # type: ignore[attr-defined]
         else:
             w = in_proj_weight
             b = in_proj_bias
             q = _linear(query, w[:E], b[:E] if b is not None else None)
             if key is value:
-                kv = _linear(key, w[E:], b[E:] if b is not None else None)
-                k, v = kv[..., :E], kv[..., E:]
+                k, v = _linear(key, w[E:], b[E:] if b is not None else None).chunk(2, -1)  # type: ignore[attr-defined]
             else:
                 k = _linear(key, w[E: 2 * E], b[E: 2 * E] if b is not None else None)
                 v = _linear(value, w[2 * E:], b[2 * E:] if b is not None else None)

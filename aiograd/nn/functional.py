@@ -249,11 +249,12 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 @_checked
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.T + bias``."""
-    out = matmul(input, weight.T if weight.ndim == 2 else weight)
-    if bias is not None:
-        out = out + bias
-    return out
+    """``input @ weight.T + bias``: an N-d input is viewed as 2-D around one fused product, as torch
+    composes it (its nodes: ViewBackward0 over AddmmBackward0; NOTE [Linear layout] in ops/nn.py)."""
+    if weight.ndim != 2 or input.ndim == 0:
+        out = matmul(input, weight.T if weight.ndim == 2 else weight)
+        return out + bias if bias is not None else out
+    return _nn.linear_nd(input, weight, bias)
 
 
 def _get_softmax_dim(name: str, ndim: int) -> int:

@@ -109,14 +109,18 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             gp = g @ _t(v)
             if self.keep is not None:
                 gp = gp * self.keep
-            gs = p * (gp - np.sum(gp * p, axis=-1, keepdims=True))
+            if graph:
+                gs = p * (gp - np.sum(gp * p, axis=-1, keepdims=True))
+            else:  # the same, on gp in place: one (..., L, S) temporary instead of three
+                gp -= np.sum(gp * p, axis=-1, keepdims=True)
+                gs = np.multiply(gp, p, out=gp)
             if len(e) > 3 and e[3] is not None:
                 gm = sum_to(gs, self.mask_shape)
-            gs = gs * self.scale
+            # the scale on the (..., L, E) products, not on the larger (..., L, S) gs
             if e[0] is not None:
-                gq = sum_to(gs @ k, self.shapes[0])
+                gq = sum_to((gs @ k) * self.scale, self.shapes[0])
             if e[1] is not None:
-                gk = sum_to(_sum_heads(_t(gs) @ q, self.rep), self.shapes[1])
+                gk = sum_to(_sum_heads((_t(gs) @ q) * self.scale, self.rep), self.shapes[1])
         return (gq, gk, gv, gm) if len(e) > 3 else (gq, gk, gv)
 
 
@@ -173,8 +177,11 @@ def scaled_dot_product_attention(
     L, S, E = qd.shape[-2], kd.shape[-2], qd.shape[-1]
     sc = 1.0 / math.sqrt(E) if scale is None else float(scale)
     k_r, v_r = _repeat_heads(kd, rep), _repeat_heads(vd, rep)
-    s = np.matmul(qd, np.swapaxes(k_r, -1, -2))
-    s *= qd.dtype.type(sc)
+    if E <= S:  # scale the smaller of q (..., L, E) and the scores (..., L, S)
+        s = np.matmul(qd * qd.dtype.type(sc), np.swapaxes(k_r, -1, -2))
+    else:
+        s = np.matmul(qd, np.swapaxes(k_r, -1, -2))
+        s *= qd.dtype.type(sc)
     mask_saved: Any = None
     mask_shape: Shape = ()
     md: np.ndarray | None = None

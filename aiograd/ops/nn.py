@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, Shape, link_one, save_output, unpack
+from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
 from ..tensor import Tensor, _generator
-from ._common import grad_enabled, wrap
+from ._common import grad_enabled, needs_grad, wrap
 from ._common import torch_dtype_name as _torch_dtype_name
 from ._nn_common import REDUCTIONS as _REDUCTIONS
 from ._nn_common import check_reduction as _check_reduction
@@ -45,9 +45,13 @@ class SoftmaxBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
-        y = unpack(self, self.out, g.__class__ is Tensor)
+        graph = g.__class__ is Tensor
+        y = unpack(self, self.out, graph)
         gy = g * y
-        return (gy - y * np.sum(gy, axis=self.dim, keepdims=True),)
+        if graph:
+            return (gy - y * np.sum(gy, axis=self.dim, keepdims=True),)
+        t = y * np.sum(gy, axis=self.dim, keepdims=True)  # two temporaries, the second the result
+        return (np.subtract(gy, t, out=gy),)
 
 
 class LogSoftmaxBackward0(Node):
@@ -59,8 +63,13 @@ class LogSoftmaxBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
-        y = unpack(self, self.out, g.__class__ is Tensor)
-        return (g - np.exp(y) * np.sum(g, axis=self.dim, keepdims=True),)
+        graph = g.__class__ is Tensor
+        y = unpack(self, self.out, graph)
+        if graph:
+            return (g - np.exp(y) * np.sum(g, axis=self.dim, keepdims=True),)
+        t = np.exp(y)  # one temporary, which becomes the result
+        t *= np.sum(g, axis=self.dim, keepdims=True)
+        return (np.subtract(g, t, out=t),)
 
 
 def _softmax_prep(input: Tensor, dim: int, dtype: Any, op: str) -> tuple[Tensor, np.ndarray, int]:
@@ -104,6 +113,82 @@ def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
     if input._requires_grad and grad_enabled():
         link_one(LogSoftmaxBackward0(save_output(out), d if xd.ndim else None), input, out)
     return out
+
+
+# ----- linear -------------------------------------------------------------------------------------
+
+
+class AddmmBackward0(Node):
+    """Backward of ``x @ w.T + b`` on a 2-D ``x``: ``gx = g @ w``, ``gw = g.T @ x``, ``gb = sum(g, 0)``,
+    each one BLAS product on 2-D operands."""
+
+    __slots__ = ("x", "w")
+    x: Saved  #: saved when the weight needs a gradient
+    w: Saved  #: saved when the input needs a gradient
+
+    def apply(self, grads: list[Any]) -> tuple[Any, ...]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        e = self.next_edges
+        gx = gw = gb = None
+        if e[0] is not None:
+            gx = g @ unpack(self, self.w, graph)
+        if e[1] is not None:
+            gw = np.swapaxes(g, 0, 1) @ unpack(self, self.x, graph)
+        if len(e) > 2 and e[2] is not None:
+            gb = np.sum(g, axis=0)
+        return (gx, gw, gb) if len(e) > 2 else (gx, gw)
+
+
+class MmBackward0(AddmmBackward0):
+    """``linear`` without a bias (torch's node: MmBackward0)."""
+
+    __slots__ = ()
+
+
+@NN.op(nodes=(AddmmBackward0, MmBackward0), method=False, export=False)
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x @ weight.T + bias`` for a 2-D ``x`` (N, in) and ``weight`` (out, in): one node (torch's addmm).
+
+    NOTE [Linear layout]: the product runs on 2-D operands only (aiograd.nn.functional.linear views an
+    N-d input as 2-D first), so numpy makes one BLAS call with the weight transposed in place, instead of
+    a batched matmul that loops over the leading dims (and, in backward, a batched weight gradient summed
+    over them afterwards)."""
+    xd, wd = input._data, weight._data
+    if xd.ndim != 2 or wd.ndim != 2:
+        raise RuntimeError(f"linear: expected a 2-D input and weight, got {list(xd.shape)} and {list(wd.shape)}")
+    if xd.shape[1] != wd.shape[1]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({xd.shape[0]}x{xd.shape[1]} and {wd.shape[1]}x{wd.shape[0]})"
+        )
+    if xd.dtype != wd.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_torch_dtype_name(xd.dtype)} and "
+                           f"{_torch_dtype_name(wd.dtype)}")
+    res = np.matmul(xd, wd.T)
+    if bias is not None:
+        bd = bias._data
+        if bd.dtype != xd.dtype:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got {_torch_dtype_name(bd.dtype)} and "
+                               f"{_torch_dtype_name(xd.dtype)}")
+        res += bd
+    out = wrap(res, input._device)
+    if needs_grad(input, weight, bias):
+        node_cls = AddmmBackward0 if bias is not None else MmBackward0
+        node = node_cls(save(input) if weight._requires_grad else None,
+                        save(weight) if input._requires_grad else None)
+        record(node, (input, weight) if bias is None else (input, weight, bias), (out,))
+        node.work = 2 * res.size * xd.shape[1]
+    return out
+
+
+def linear_nd(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``linear`` on an input of any number of dims: viewed as 2-D around one fused product, as torch
+    composes it (its nodes: ViewBackward0 over AddmmBackward0; NOTE [Linear layout])."""
+    if input.ndim == 2:
+        return linear(input, weight, bias)
+    lead = input.shape[:-1]
+    flat = linear(input.reshape(-1, input.shape[-1]), weight, bias)  # type: ignore[attr-defined]
+    return flat.reshape(*lead, weight.shape[0])  # type: ignore[attr-defined,no-any-return]
 
 
 # ----- nll_loss ----------------------------------------------------------------------------

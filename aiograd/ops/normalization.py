@@ -36,7 +36,7 @@ NORM = OpTable("normalization")
 class _NormBackward(Node):
     """NOTE [Normalization gradient]."""
 
-    __slots__ = ("x", "w", "xhat", "rstd", "v_shape", "axes", "w_view", "sum_axes", "eps", "batch_stats")
+    __slots__ = ("x", "w", "xhat", "rstd", "v_shape", "axes", "w_view", "w_shape", "sum_axes", "eps", "batch_stats")
     x: Saved
     w: Saved
     xhat: SavedArray  #: the normalized input (ordinary passes)
@@ -44,6 +44,7 @@ class _NormBackward(Node):
     v_shape: Shape  #: the view the statistics are taken in
     axes: tuple[int, ...]  #: the normalized axes of the view
     w_view: Shape  #: the weight's shape broadcast against x
+    w_shape: Shape  #: the weight's (and bias's) own shape
     sum_axes: tuple[int, ...]  #: the axes of x the weight's and bias's gradients sum over
     eps: float
     batch_stats: bool  #: the statistics come from the input (else: constants, batch norm in evaluation)
@@ -74,7 +75,9 @@ class _NormBackward(Node):
         gx = gw = gb = None
         if e[0] is not None:
             gh = g * w if w is not None else g
-            if self.batch_stats:
+            if self.batch_stats and not graph and _trailing(self.v_shape, axes):
+                gx = _input_grad_rows(gh, xhat, rstd, self.v_shape, axes)
+            elif self.batch_stats:
                 ghv = gh.reshape(self.v_shape)
                 xhv = xhat.reshape(self.v_shape)
                 gx = (rstd * (ghv - np.mean(ghv, axis=axes, keepdims=True)
@@ -85,15 +88,45 @@ class _NormBackward(Node):
             if xhat is None:  # evaluation mode, ordinary pass: xhat from the saved input and constants
                 x = unpack(self, self.x, False)
                 xhat = ((x.reshape(self.v_shape) - self.xhat) * rstd).reshape(x_shape)
-            gw = _sum_to_weight(g * xhat, self.sum_axes, e[1])
+            if not graph and _leading(self.sum_axes, len(x_shape)):  # layer norm: one pass, no product array
+                wsize = int(np.prod(self.w_shape))
+                gw = np.einsum("ij,ij->j", g.reshape(-1, wsize), xhat.reshape(-1, wsize)).reshape(self.w_shape)
+            else:
+                gw = _sum_to_weight(g * xhat, self.sum_axes, self.w_shape)
         if len(e) > 2 and e[2] is not None:
-            gb = _sum_to_weight(g, self.sum_axes, e[2])
+            gb = _sum_to_weight(g, self.sum_axes, self.w_shape)
         return gx, gw, gb
 
 
-def _sum_to_weight(v: Any, axes: tuple[int, ...], edge: Any) -> Any:
+def _trailing(shape: Shape, axes: tuple[int, ...]) -> bool:
+    """Whether ``axes`` are the last dims of ``shape`` (the statistics are per row of a 2-D view)."""
+    return axes == tuple(range(len(shape) - len(axes), len(shape)))
+
+
+def _leading(axes: tuple[int, ...], ndim: int) -> bool:
+    return bool(axes) and axes == tuple(range(len(axes))) and len(axes) < ndim
+
+
+def _input_grad_rows(gh: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, v_shape: Shape, axes: tuple[int, ...]) -> np.ndarray:
+    """NOTE [Normalization gradient]'s ``gx`` with the statistics per row of a 2-D view: the two row means
+    by a sum and an einsum, the rest in place (fewer passes and temporaries than the general form)."""
+    n = int(np.prod([v_shape[a] for a in axes]))
+    gh2 = gh.reshape(-1, n)
+    xh2 = xhat.reshape(-1, n)
+    m1 = gh2.sum(axis=1, keepdims=True)
+    m1 *= 1.0 / n
+    m2 = np.einsum("ij,ij->i", gh2, xh2)[:, None]
+    m2 *= 1.0 / n
+    gx = xh2 * m2
+    np.subtract(gh2, gx, out=gx)
+    gx -= m1
+    gx *= rstd.reshape(-1, 1)
+    return gx.reshape(gh.shape)
+
+
+def _sum_to_weight(v: Any, axes: tuple[int, ...], shape: Shape) -> Any:
     s = np.sum(v, axis=axes) if axes else v
-    return s.reshape(edge[2]) if s.shape != edge[2] else s
+    return s.reshape(shape) if s.shape != shape else s
 
 
 class NativeLayerNormBackward0(_NormBackward):
@@ -109,10 +142,17 @@ class NativeGroupNormBackward0(_NormBackward):
 
 
 def _normalize(xv: np.ndarray, axes: tuple[int, ...], eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(xhat, mean, biased var, rstd) of ``xv`` over ``axes`` (statistics with kept dims)."""
+    """(xhat, mean, biased var, rstd) of ``xv`` over ``axes`` (statistics with kept dims). Over trailing
+    axes the variance is one einsum per row (no squared copy)."""
     mu = xv.mean(axis=axes, keepdims=True)
     xc = xv - mu
-    var = np.mean(np.square(xc), axis=axes, keepdims=True)
+    if _trailing(xv.shape, axes):
+        n = int(np.prod([xv.shape[a] for a in axes]))
+        xc2 = xc.reshape(-1, n)
+        var = np.einsum("ij,ij->i", xc2, xc2).reshape(mu.shape)
+        var *= 1.0 / n
+    else:
+        var = np.mean(np.square(xc), axis=axes, keepdims=True)
     rstd = 1.0 / np.sqrt(var + eps)
     xc *= rstd
     return xc, mu, var, rstd.astype(xv.dtype, copy=False)
@@ -122,7 +162,10 @@ def _affine(y: np.ndarray, weight: Tensor | None, bias: Tensor | None, view: Sha
     if weight is not None:
         y = y * weight._data.reshape(view)
     if bias is not None:
-        y = y + bias._data.reshape(view) if weight is None else np.add(y, bias._data.reshape(view), out=y)
+        if weight is None:
+            y = y + bias._data.reshape(view)
+        else:
+            y += bias._data.reshape(view)
     return y
 
 
@@ -134,9 +177,10 @@ def _record(
     xd = input._data
     out = wrap(y.astype(xd.dtype, copy=False), input._device)
     if needs_grad(input, weight, bias):
+        affine = weight if weight is not None else bias
         node = node_cls(
-            save(input), save(weight) if weight is not None else None, xhat, rstd, v_shape, axes, w_view, sum_axes,
-            float(eps), batch_stats,
+            save(input), save(weight) if weight is not None else None, xhat, rstd, v_shape, axes, w_view,
+            affine._data.shape if affine is not None else (), sum_axes, float(eps), batch_stats,
         )
         record(node, (input, weight, bias), (out,))
     return out

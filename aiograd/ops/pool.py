@@ -98,21 +98,21 @@ class AdaptiveMaxPool2DBackward0(_MaxPoolBackward):
 
 
 def _running_max(xp: np.ndarray, w: Window) -> tuple[np.ndarray, np.ndarray]:
-    """The max over each window and the tap that holds it (the first, or the last NaN: torch's rule)."""
-    nan_aware = xp.dtype.kind == "f" and bool(np.isnan(np.sum(xp)))
-    best: np.ndarray | None = None
-    arg: Any = None
-    for t, slab in _taps(xp, w):
-        if best is None:
-            best = slab.copy()
-            arg = np.zeros(best.shape, dtype=np.int16 if w.taps < 32768 else np.int64)
-            continue
-        m = slab > best
-        if nan_aware:
-            m |= np.isnan(slab)
-        np.copyto(best, slab, where=m)
-        np.copyto(arg, t, where=m)
-    assert best is not None and arg is not None
+    """The max over each window and the tap that holds it: the first maximum, or the last NaN (torch's
+    rule). The values are a chain of ``np.maximum`` over the tap slabs; the taps then come from one
+    equality test per slab, last to first, so the first tap that holds the maximum is the one left (about
+    twice as fast as tracking both in one loop with masked copies)."""
+    slabs = [slab for _, slab in _taps(xp, w)]
+    best = slabs[0].copy()
+    for slab in slabs[1:]:
+        np.maximum(best, slab, out=best)
+    arg = np.full(best.shape, len(slabs) - 1, dtype=np.int16 if len(slabs) < 32768 else np.int64)
+    hit = np.empty(best.shape, dtype=bool)
+    for t in range(len(slabs) - 2, -1, -1):
+        np.copyto(arg, t, where=np.equal(slabs[t], best, out=hit))
+    if xp.dtype.kind == "f" and np.isnan(best).any():  # NaN is the maximum: its last tap, as torch
+        for t, slab in enumerate(slabs):
+            np.copyto(arg, t, where=np.isnan(slab, out=hit))
     return best, arg
 
 
