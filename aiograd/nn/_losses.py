@@ -24,7 +24,9 @@ from ._util import user_stacklevel
 
 __all__ = [
     "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "kl_div",
+    "binary_cross_entropy_with_logits", "kl_div", "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+    "cosine_embedding_loss", "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+    "gaussian_nll_loss",
 ]
 
 
@@ -300,3 +302,162 @@ def kl_div(
         total = pointwise.sum()
         return total / input.shape[0] if input.ndim else total  # type: ignore[no-any-return]
     return reduce_loss(pointwise, reduction)  # type: ignore[no-any-return]
+
+
+# ----- the margin, embedding and likelihood losses (composed, as torch's) -------------------------
+
+
+def _reduced(loss: Tensor, reduction: str) -> Tensor:
+    check_reduction(reduction)
+    return reduce_loss(loss, reduction)  # type: ignore[no-any-return]
+
+
+@_checked
+def margin_ranking_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, size_average: Any = None,
+    reduce: Any = None, reduction: str = "mean",
+) -> Tensor:
+    """``max(0, -target * (input1 - input2) + margin)``."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: "
+            f"torch.Size({list(input1.shape)}), input2: torch.Size({list(input2.shape)}), target: "
+            f"torch.Size({list(target.shape)}) "
+        )
+    return _reduced((-target * (input1 - input2) + margin).clamp_min(0), reduction)  # type: ignore[operator,attr-defined]
+
+
+@_checked
+def hinge_embedding_loss(
+    input: Tensor, target: Tensor, margin: float = 1.0, size_average: Any = None, reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    td = target._data
+    hidden = _ew.where(td != 1, (margin - input).clamp_min(0), 0.0)  # type: ignore[operator,attr-defined]
+    shown = _ew.where(td != -1, input, 0.0)
+    return _reduced(hidden + shown, reduction)
+
+
+@_checked
+def soft_margin_loss(
+    input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+) -> Tensor:
+    """``log(1 + exp(-target * input))``."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    return _reduced(_ew.softplus(-target * input), reduction)  # type: ignore[operator]
+
+
+@_checked
+def cosine_embedding_loss(
+    input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0, size_average: Any = None,
+    reduce: Any = None, reduction: str = "mean",
+) -> Tensor:
+    """``1 - cos(x1, x2)`` where the target is 1, ``max(0, cos(x1, x2) - margin)`` where it is -1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim not in (1, 2):
+        raise RuntimeError(
+            f"cosine_embedding_loss: Expected 1D or 2D inputs of the same dimension, but got input1: "
+            f"{input1.ndim}D and input2: {input2.ndim}D"
+        )
+    dim = input1.ndim - 1
+    prod = (input1 * input2).sum(dim)  # type: ignore[attr-defined]
+    mag1 = (input1 * input1).sum(dim) + 1e-12  # type: ignore[attr-defined]
+    mag2 = (input2 * input2).sum(dim) + 1e-12  # type: ignore[attr-defined]
+    cos = prod / (mag1 * mag2).sqrt()
+    td = target._data
+    pos = _ew.where(td == 1, 1 - cos, 0.0)
+    neg = _ew.where(td == -1, (cos - margin).clamp_min(0), 0.0)
+    return _reduced(pos + neg, reduction)
+
+
+@_checked
+def triplet_margin_loss(
+    anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+    swap: bool = False, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+) -> Tensor:
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with ``d`` the pairwise p-distance
+    (``swap``: the smaller of d(anchor, negative) and d(positive, negative))."""
+    from .functional import pairwise_distance
+
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
+            f"got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative {negative.ndim}D inputs"
+        )
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _ew.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduced((d_pos - d_neg + margin).clamp_min(0), reduction)  # type: ignore[attr-defined]
+
+
+@_checked
+def multilabel_soft_margin_loss(
+    input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """The binary cross entropy of each label on logits, averaged over the labels (the last dim)."""
+    from ..ops.activation import logsigmoid
+
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))  # type: ignore[operator]
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.ndim - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]  # type: ignore[attr-defined]
+    return _reduced(loss, reduction)
+
+
+@_checked
+def poisson_nll_loss(
+    input: Tensor, target: Tensor, log_input: bool = True, full: bool = False, size_average: Any = None,
+    eps: float = 1e-8, reduce: Any = None, reduction: str = "mean",
+) -> Tensor:
+    """The Poisson negative log likelihood: ``exp(input) - target * input`` (``log_input``), else
+    ``input - target * log(input + eps)``; ``full`` adds Stirling's term where the target exceeds 1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = input.exp() - target * input  # type: ignore[attr-defined,operator]
+    else:
+        loss = input - target * (input + eps).log()  # type: ignore[attr-defined,operator]
+    if full:
+        td = target._data
+        with np.errstate(divide="ignore", invalid="ignore"):
+            stirling = np.where(td > 1, td * np.log(td) - td + 0.5 * np.log(2 * np.pi * td), 0.0)
+        if target.requires_grad:
+            safe = _ew.where(td > 1, target, 2.0)
+            term = safe * safe.log() - safe + 0.5 * (safe * (2 * np.pi)).log()  # type: ignore[attr-defined,operator]
+            loss = loss + _ew.where(td > 1, term, 0.0)
+        else:
+            loss = loss + Tensor._wrap(stirling.astype(input.dtype), input.device)
+    return _reduced(loss, reduction)
+
+
+@_checked
+def gaussian_nll_loss(
+    input: Tensor, target: Tensor, var: Any, full: bool = False, eps: float = 1e-6, reduction: str = "mean",
+) -> Tensor:
+    """``0.5 * (log(var) + (input - target)^2 / var)`` with ``var`` clamped below at ``eps`` (for the
+    value only, as torch); ``full`` adds ``0.5 * log(2 pi)``."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = Tensor._wrap(np.full(input.shape, float(var), dtype=input.dtype), input.device)
+    elif (var._data < 0).any():
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and sum(y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var + Tensor._wrap(np.maximum(var._data, eps) - var._data, var.device)  # clamp the value, not the grad
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)  # type: ignore[attr-defined,operator]
+    if full:
+        loss = loss + 0.5 * float(np.log(2 * np.pi))
+    return reduce_loss(loss, reduction)  # type: ignore[no-any-return]

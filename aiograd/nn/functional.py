@@ -35,13 +35,21 @@ from ._util import user_stacklevel
 from ._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     cross_entropy,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
     huber_loss,
     kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
+    poisson_nll_loss,
     smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
 )
 
 __all__ = [
@@ -59,9 +67,14 @@ __all__ = [
     "batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm", "normalize", "dropout", "embedding",
     "one_hot",
     # distances, losses, attention
-    "cosine_similarity", "pairwise_distance", "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss",
-    "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "cosine_similarity", "pairwise_distance", "pdist", "nll_loss", "cross_entropy", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
+    "multilabel_soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
     "scaled_dot_product_attention", "multi_head_attention_forward",
+    # reshuffling, deprecated resampling names, bilinear, channel dropout
+    "pixel_shuffle", "pixel_unshuffle", "upsample", "upsample_nearest", "upsample_bilinear", "adaptive_avg_pool3d",
+    "bilinear", "dropout1d", "dropout2d", "dropout3d",
 ]
 
 # The public functions check their Tensor arguments (NOTE [Operands] in ops/_common.py): the
@@ -447,6 +460,9 @@ def embedding(
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``<x1, x2> / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (the operands broadcast), as torch:
     the clamp holds the values, not the gradient."""
+    shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))  # the norms of the broadcast operands
+    x1 = x1.expand(*shape) if tuple(x1.shape) != shape else x1  # type: ignore[attr-defined]
+    x2 = x2.expand(*shape) if tuple(x2.shape) != shape else x2  # type: ignore[attr-defined]
     n1 = x1.norm(2, dim, keepdim=True)  # type: ignore[attr-defined]
     n2 = x2.norm(2, dim, keepdim=True)  # type: ignore[attr-defined]
     n1 = n1 + Tensor._wrap(np.maximum(n1._data, eps) - n1._data, n1.device)
@@ -460,3 +476,185 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     diff = x1 - x2 + eps  # type: ignore[operator]
     dim = max(x1.ndim, x2.ndim) - 1
     return diff.norm(p, dim if dim >= 0 else None, keepdim=keepdim)  # type: ignore[no-any-return]
+
+
+# ----- reshuffling, deprecated resampling names, bilinear, pdist, channel dropout ----------------
+
+
+def _at_least_3d(name: str, input: Tensor) -> None:
+    if input.ndim < 3:
+        raise RuntimeError(
+            f"{name} expects input to have at least 3 dimensions, but got input with {input.ndim} dimension(s)"
+        )
+
+
+@_checked
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    r = int(upscale_factor)
+    _at_least_3d("pixel_shuffle", input)
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(
+            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+            f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
+        )
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)  # type: ignore[attr-defined]
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)  # type: ignore[no-any-return]
+
+
+@_checked
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), the inverse of pixel_shuffle."""
+    r = int(downscale_factor)
+    _at_least_3d("pixel_unshuffle", input)
+    *lead, c, h, w = input.shape
+    for side, dim, size in (("height", -2, h), ("width", -1, w)):
+        if size % r:
+            raise RuntimeError(
+                f"pixel_unshuffle expects {side} to be divisible by downscale_factor, but input.size({dim})={size} is "
+                f"not divisible by {r}"
+            )
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)  # type: ignore[attr-defined]
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)  # type: ignore[no-any-return]
+
+
+def _deprecated(name: str) -> None:
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.",
+                  UserWarning, stacklevel=user_stacklevel())
+
+
+@_checked
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+             align_corners: bool | None = None) -> Tensor:
+    """Deprecated: ``interpolate``."""
+    _deprecated("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners)  # type: ignore[no-any-return]
+
+
+@_checked
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='nearest')``."""
+    _deprecated("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")  # type: ignore[no-any-return]
+
+
+@_checked
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
+    """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
+    _deprecated("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)  # type: ignore[no-any-return]
+
+
+adaptive_avg_pool3d = _checked(_resample.adaptive_avg_pool3d)
+
+
+@_checked
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y[..., o] = input1 @ weight[o] @ input2 + bias[o]`` with weight (out, in1, in2)."""
+    o, i1, i2 = weight.shape
+    lead = input1.shape[:-1]
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(
+            f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}"
+        )
+    for d, (a, b) in enumerate(zip(lead, input2.shape[:-1])):
+        if a != b:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got {a} and {b}")
+    for name, got, want in (("input1", input1.shape[-1], i1), ("input2", input2.shape[-1], i2)):
+        if got != want:
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got {got} but expected {want}")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != o):
+        raise RuntimeError(
+            f"bilinear(): bias size does not match weight size: got {bias.shape[-1] if bias.ndim else 1} but "
+            f"expected {o}"
+        )
+    x1 = input1.reshape(-1, i1)  # type: ignore[attr-defined]
+    x2 = input2.reshape(-1, i2)  # type: ignore[attr-defined]
+    t = (x1 @ weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)  # type: ignore[attr-defined]
+    out = (t * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, o)  # type: ignore[no-any-return]
+
+
+@_checked
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """The p-norm distance between each pair of rows of (N, M) ``input``, i < j (N*(N-1)/2 values)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    i, j = np.triu_indices(input.shape[0], 1)
+    return (input[i] - input[j]).norm(p, 1)  # type: ignore[no-any-return]
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched: bool) -> Tensor:
+    """Zero whole channels with probability ``p``, scaling the rest by 1/(1-p): the channel is dim 1 of a
+    batched input, dim 0 of an unbatched one."""
+    if not training or p == 0.0:
+        return input
+    from ..tensor import _generator
+
+    lead = 2 if batched else 1
+    shape = input.shape[:lead] + (1,) * (input.ndim - lead)
+    keep = (_generator().random(shape) >= p).astype(input.dtype) / (1.0 - p) if p < 1.0 else \
+        np.zeros(shape, dtype=input.dtype)
+    return _maybe_inplace(input, inplace, lambda x: x * Tensor._wrap(keep, x.device))
+
+
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _warn_channel_ndim(name: str, ndim: int, spatial: int) -> None:
+    """torch's deprecation warning for a channel dropout given other than (N, C, *spatial) or (C, *spatial)."""
+    if ndim not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in an error in a "
+            f"future release. To retain the behavior and silence this warning, please use dropout instead. Note "
+            f"that {name} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, a "
+            f"channel dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+            UserWarning, stacklevel=user_stacklevel(),
+        )
+
+
+@_checked
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, L) or (C, L) input."""
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that dropout1d exists to "
+            "provide channel-wise dropout on inputs with 1 spatial dimension, a channel dimension, and an optional "
+            "batch dimension (i.e. 2D or 3D inputs)."
+        )
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim == 3)
+
+
+@_checked
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, H, W) input. As torch, any input is read as batched (dims 0 and 1: a
+    3-D input is (N, C, L), with torch's warning) and other ranks than 3 or 4 warn."""
+    _check_p(p)
+    _warn_channel_ndim("dropout2d", input.ndim, 2)
+    if input.ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior is "
+            "desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior will "
+            "change in a future release to interpret the input as one without a batch dimension, i.e. shape "
+            "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using dropout1d instead.",
+            UserWarning, stacklevel=user_stacklevel(),
+        )
+    return _feature_dropout(input, p, training, inplace, batched=True)
+
+
+@_checked
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, D, H, W) or (C, D, H, W) input (other ranks warn, read as unbatched)."""
+    _check_p(p)
+    _warn_channel_ndim("dropout3d", input.ndim, 3)
+    return _feature_dropout(input, p, training, inplace, batched=input.ndim == 5)

@@ -48,7 +48,7 @@ class SoftmaxBackward0(Node):
         graph = g.__class__ is Tensor
         y = unpack(self, self.out, graph)
         gy = g * y
-        if graph:
+        if graph or self.dim is None:  # a 0-d input: numpy scalars, nothing to write in place
             return (gy - y * np.sum(gy, axis=self.dim, keepdims=True),)
         t = y * np.sum(gy, axis=self.dim, keepdims=True)  # two temporaries, the second the result
         return (np.subtract(gy, t, out=gy),)
@@ -65,7 +65,7 @@ class LogSoftmaxBackward0(Node):
         g = grads[0]
         graph = g.__class__ is Tensor
         y = unpack(self, self.out, graph)
-        if graph:
+        if graph or self.dim is None:
             return (g - np.exp(y) * np.sum(g, axis=self.dim, keepdims=True),)
         t = np.exp(y)  # one temporary, which becomes the result
         t *= np.sum(g, axis=self.dim, keepdims=True)

@@ -233,9 +233,11 @@ def batch_norm(
     (updating ``running_mean``/``running_var`` in place with ``momentum``, the variance unbiased, as
     torch), else by the running statistics."""
     xd = input._data
-    if xd.ndim < 2:
+    if xd.ndim < 2 and xd.size:
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     float_data(input, "batch_norm")
+    if xd.size == 0:  # nothing to normalize (torch returns the empty input's shape)
+        return input * 1.0  # type: ignore[no-any-return,operator]
     C = xd.shape[1]
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         _check_channels(name, t, C)
@@ -297,7 +299,9 @@ def group_norm(
                 f"Expected {name} to be a vector of size equal to the number of channels in input, but got {name} "
                 f"of shape {list(t._data.shape)} and input of shape {list(xd.shape)}"
             )
-    v_shape = (N, G, xd.size // (N * G) if N * G else 0)
+    if xd.size == 0:  # an empty batch: nothing to normalize
+        return input * 1.0  # type: ignore[no-any-return,operator]
+    v_shape = (N, G, xd.size // (N * G))
     xv = xd.reshape(v_shape)
     xhat, _, _, rstd = _normalize(xv, (2,), eps)
     view = (1, C) + (1,) * (xd.ndim - 2)
