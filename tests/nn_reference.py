@@ -110,6 +110,36 @@ CASES: dict[str, Case] = {
     "F.cosine_similarity": Case(lambda ns, a, b: ns.F.cosine_similarity(a, b, dim=-1), ((3, 4), (4,))),
     "F.pairwise_distance": Case(lambda ns, a, b: ns.F.pairwise_distance(a, b, p=1.5), ((3, 4), (3, 4))),
     "F.normalize": Case(lambda ns, x: ns.F.normalize(x, p=3.0, dim=0), ((3, 4),)),
+    # margin, embedding and likelihood losses (targets of 1 / -1 as signs)
+    "F.margin_ranking_loss": Case(lambda ns, a, b, t: ns.F.margin_ranking_loss(a, b, t.sign(), margin=0.3),
+                                  ((3, 4), (3, 4), (3, 4)), grad=(0, 1)),
+    "F.hinge_embedding_loss none": Case(
+        lambda ns, x, t: ns.F.hinge_embedding_loss(x, t.sign(), margin=0.7, reduction="none"), ((3, 4), (3, 4)),
+        grad=(0,)),
+    "F.soft_margin_loss sum": Case(lambda ns, x, t: ns.F.soft_margin_loss(x, t.sign(), reduction="sum"),
+                                   ((3, 4), (3, 4)), grad=(0,)),
+    "F.cosine_embedding_loss": Case(lambda ns, a, b, t: ns.F.cosine_embedding_loss(a, b, t.sign(), margin=0.2),
+                                    ((4, 5), (4, 5), (4,)), grad=(0, 1)),
+    "F.triplet_margin_loss swap p=3": Case(
+        lambda ns, a, p, n: ns.F.triplet_margin_loss(a, p, n, margin=2.0, p=3, swap=True), ((4, 5), (4, 5), (4, 5))),
+    "F.multilabel_soft_margin_loss weight": Case(
+        lambda ns, x, t, w: ns.F.multilabel_soft_margin_loss(x, (t > 0).double(), w.abs()), ((4, 5), (4, 5), (5,)),
+        grad=(0,)),
+    "F.poisson_nll_loss full": Case(
+        lambda ns, x, t: ns.F.poisson_nll_loss(x, t.abs() * 3, full=True), ((3, 4), (3, 4)), grad=(0,)),
+    "F.poisson_nll_loss rates": Case(
+        lambda ns, x, t: ns.F.poisson_nll_loss(x.abs() + 0.1, t.abs() * 3, log_input=False, reduction="sum"),
+        ((3, 4), (3, 4)), grad=(0,)),
+    "F.gaussian_nll_loss": Case(
+        lambda ns, x, t, v: ns.F.gaussian_nll_loss(x, t, v.abs(), full=True), ((4, 3), (4, 3), (4, 1))),
+    "F.gaussian_nll_loss var per row": Case(
+        lambda ns, x, t, v: ns.F.gaussian_nll_loss(x, t, v * v, reduction="none"), ((4, 3), (4, 3), (4,))),
+    # reshuffling, bilinear, pdist, deprecated resampling names
+    "F.pixel_shuffle": Case(lambda ns, x: ns.F.pixel_shuffle(x, 2), ((2, 8, 3, 2),)),
+    "F.pixel_unshuffle": Case(lambda ns, x: ns.F.pixel_unshuffle(x, 3), ((2, 6, 3),)),
+    "F.bilinear": Case(lambda ns, a, b, w, c: ns.F.bilinear(a, b, w, c), ((2, 3, 4), (2, 3, 5), (6, 4, 5), (6,))),
+    "F.pdist p=1.5": Case(lambda ns, x: ns.F.pdist(x, 1.5), ((5, 3),)),
+    "F.adaptive_avg_pool3d": Case(lambda ns, x: ns.F.adaptive_avg_pool3d(x, (2, 3, 2)), ((2, 2, 4, 5, 3),)),
     # ----- convolution, pooling, resampling, padding
     "F.conv1d": Case(lambda ns, x, w, b: ns.F.conv1d(x, w, b, stride=2, padding=1, dilation=2),
                      ((2, 3, 9), (4, 3, 3), (4,))),
@@ -190,6 +220,12 @@ CASES: dict[str, Case] = {
     "nn.TransformerDecoderLayer": _mod(
         lambda ns: ns.nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True, dtype=ns.float64),
         (2, 4, 8), (2, 6, 8), run=lambda ns, m, t, mem: m(t, mem, tgt_mask=ns.causal(4))),
+    "nn.Bilinear": _mod(lambda ns: ns.nn.Bilinear(3, 4, 5, dtype=ns.float64), (2, 3), (2, 4)),
+    "nn.PixelShuffle": _mod(lambda ns: ns.nn.PixelShuffle(2), (1, 4, 2, 3)),
+    "nn.UpsamplingBilinear2d": _mod(lambda ns: ns.nn.UpsamplingBilinear2d(scale_factor=2), (1, 2, 3, 3)),
+    "nn.TripletMarginLoss": _mod(lambda ns: ns.nn.TripletMarginLoss(margin=1.5), (4, 5), (4, 5), (4, 5)),
+    "nn.GaussianNLLLoss": _mod(lambda ns: ns.nn.GaussianNLLLoss(full=True), (4, 3), (4, 3), (4, 3),
+                               run=lambda ns, m, x, t, v: m(x, t, v.abs())),
     "nn.TransformerEncoder": _mod(
         lambda ns: ns.nn.TransformerEncoder(ns.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, dtype=ns.float64),
                                             2, norm=ns.nn.LayerNorm(8, dtype=ns.float64),

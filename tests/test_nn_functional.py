@@ -619,6 +619,32 @@ ERRORS = [
     (lambda: F.scaled_dot_product_attention(_x4, _x4.double(), _x4), RuntimeError,
      "Expected query, key, and value to have the same dtype, but got query.dtype: float key.dtype: double"),
     (lambda: F.embedding(ag.tensor([0]), ag.zeros(3, 2), sparse=True), NotImplementedError, "sparse"),
+    (lambda: F.margin_ranking_loss(ag.zeros(2), ag.zeros(2), ag.zeros(1, 2)), RuntimeError,
+     "margin_ranking_loss : All input tensors should have same dimension but got sizes: input1: torch.Size([2]), "
+     "input2: torch.Size([2]), target: torch.Size([1, 2])"),
+    (lambda: F.cosine_embedding_loss(ag.zeros(2, 2, 2), ag.zeros(2, 2, 2), ag.zeros(2)), RuntimeError,
+     "cosine_embedding_loss: Expected 1D or 2D inputs of the same dimension"),
+    (lambda: F.triplet_margin_loss(ag.zeros(2, 3), ag.zeros(2, 3), ag.zeros(3)), RuntimeError,
+     "The anchor, positive, and negative tensors are expected to have the same number of dimensions"),
+    (lambda: F.gaussian_nll_loss(ag.zeros(2, 3), ag.zeros(2, 3), ag.zeros(3, 3)), ValueError,
+     "var is of incorrect size"),
+    (lambda: F.gaussian_nll_loss(ag.zeros(2), ag.zeros(2), ag.tensor([1.0, -1.0])), ValueError,
+     "var has negative entry/entries"),
+    (lambda: F.pixel_shuffle(ag.zeros(2, 3), 2), RuntimeError,
+     "pixel_shuffle expects input to have at least 3 dimensions, but got input with 2 dimension(s)"),
+    (lambda: F.pixel_shuffle(ag.zeros(1, 3, 2, 2), 2), RuntimeError,
+     "pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of upscale_factor, but "
+     "input.size(-3)=3 is not divisible by 4"),
+    (lambda: F.pixel_unshuffle(ag.zeros(1, 4, 4, 3), 2), RuntimeError,
+     "pixel_unshuffle expects width to be divisible by downscale_factor, but input.size(-1)=3 is not divisible by 2"),
+    (lambda: F.bilinear(ag.zeros(3, 4), ag.zeros(2, 5), ag.zeros(6, 4, 5)), RuntimeError,
+     "bilinear(): input batch dimensions do not match at dim 0: got 3 and 2"),
+    (lambda: F.bilinear(ag.zeros(3, 4), ag.zeros(3, 5), ag.zeros(6, 4, 5), ag.zeros(5)), RuntimeError,
+     "bilinear(): bias size does not match weight size: got 5 but expected 6"),
+    (lambda: F.pdist(ag.zeros(2, 3, 4)), RuntimeError, "pdist only supports 2D tensors, got: 3D"),
+    (lambda: F.dropout1d(ag.zeros(2, 3, 4, 5), 1.5), ValueError,
+     "dropout probability has to be between 0 and 1, but got 1.5"),
+    (lambda: F.dropout1d(ag.zeros(2, 3, 4, 5)), RuntimeError, "dropout1d: Expected 2D or 3D input, but received a 4D"),
 ]
 
 
@@ -699,3 +725,71 @@ async def test_embedding_backward_adds_repeated_rows_on_every_path() -> None:
         want = np.zeros((rows, 4))
         np.add.at(want, idx.reshape(-1), g.reshape(-1, 4))
         np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+# ----- the margin, embedding and likelihood losses, reshuffling, bilinear, pdist (composed: gradchecked here;
+# values and gradients against torch in tests/test_nn_reference.py) ---------------------------------------
+
+_SIGN4 = ag.tensor([1.0, -1.0, -1.0, 1.0], dtype=ag.float64)
+_SIGN43 = ag.tensor(np.where(rnd(4, 3, seed=9) > 0, 1.0, -1.0))
+_COUNTS = ag.tensor([[0.0, 1.0, 3.0], [2.0, 5.0, 0.0], [1.0, 4.0, 7.0], [0.0, 2.0, 1.0]], dtype=ag.float64)
+_LABELS = ag.tensor((rnd(4, 3, seed=8) > 0).astype(np.float64))
+
+COMPOSED = {
+    "margin_ranking_loss": (lambda a, b: F.margin_ranking_loss(a, b, _SIGN43, 0.3, reduction="sum"),
+                            [(4, 3), (4, 3)]),
+    "margin_ranking_loss 0-d": (lambda a, b: F.margin_ranking_loss(a, b, ag.tensor(-1.0, dtype=ag.float64), 0.1),
+                                [(), ()]),
+    "hinge_embedding_loss": (lambda a: F.hinge_embedding_loss(a, _SIGN43, 2.5, reduction="none"), [(4, 3)]),
+    "soft_margin_loss": (lambda a: F.soft_margin_loss(a, _SIGN43), [(4, 3)]),
+    "cosine_embedding_loss": (lambda a, b: F.cosine_embedding_loss(a, b, _SIGN4, -0.5), [(4, 5), (4, 5)]),
+    "cosine_embedding_loss 1-d": (lambda a, b: F.cosine_embedding_loss(a, b, _SIGN4[0], reduction="none"),
+                                  [(5,), (5,)]),
+    "triplet_margin_loss swap p=3": (lambda a, p, n: F.triplet_margin_loss(a, p, n, 3.0, 3, swap=True),
+                                     [(4, 5), (4, 5), (4, 5)]),
+    "multilabel_soft_margin_loss": (lambda a, w: F.multilabel_soft_margin_loss(a, _LABELS, w), [(4, 3), (3,)]),
+    "poisson_nll_loss full": (lambda a: F.poisson_nll_loss(a, _COUNTS, full=True, reduction="sum"), [(4, 3)]),
+    "poisson_nll_loss rates": (lambda a: F.poisson_nll_loss(a.abs() + 0.5, _COUNTS, log_input=False), [(4, 3)]),
+    "gaussian_nll_loss": (lambda a, t, v: F.gaussian_nll_loss(a, t, v * v + 0.1, full=True),
+                          [(4, 3), (4, 3), (4, 1)]),
+    "gaussian_nll_loss var per row": (lambda a, t, v: F.gaussian_nll_loss(a, t, v * v + 0.1, reduction="none"),
+                                      [(4, 3), (4, 3), (4,)]),
+    "pixel_shuffle": (lambda a: F.pixel_shuffle(a, 2), [(1, 8, 2, 3)]),
+    "pixel_unshuffle": (lambda a: F.pixel_unshuffle(a, 2), [(3, 4, 2)]),
+    "bilinear": (F.bilinear, [(2, 3), (2, 4), (5, 3, 4), (5,)]),
+    "bilinear 1-d": (F.bilinear, [(3,), (4,), (2, 3, 4)]),
+    "pdist": (lambda a: F.pdist(a, 1.5), [(4, 3)]),
+    "cosine_similarity broadcast": (lambda a, b: F.cosine_similarity(a, b, 0), [(3, 4), (1, 4)]),
+}
+
+
+@one_loop
+@pytest.mark.parametrize("name", sorted(COMPOSED))
+async def test_composed_functions_gradcheck_and_gradgradcheck(name):
+    fn, shapes = COMPOSED[name]
+    inputs = [t64(rnd(*s, seed=i) if s else np.float64(rnd(1, seed=i)[0])) for i, s in enumerate(shapes)]
+    assert await gradcheck(fn, inputs)
+    assert await gradgradcheck(fn, inputs)
+
+
+def test_channel_dropout_zeroes_whole_channels_as_torch() -> None:
+    ag.manual_seed(0)
+    for fn, shape, channel_dims in ((F.dropout1d, (4, 5, 6), 2), (F.dropout1d, (5, 6), 1), (F.dropout2d, (3, 4, 2, 5), 2),
+                                    (F.dropout3d, (3, 4, 2, 2, 3), 2), (F.dropout3d, (4, 2, 2, 3), 1)):
+        y = fn(ag.ones(*shape), 0.5).numpy()
+        per_channel = y.reshape(*shape[:channel_dims], -1)
+        assert ((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1)).all(), (fn, shape)
+        assert fn(ag.ones(*shape), 0.5, training=False).numpy().min() == 1.0
+    with pytest.warns(UserWarning, match="Received a 3D input to dropout2d and assuming that channel-wise 1D"):
+        y = F.dropout2d(ag.ones(3, 4, 5), 0.5).numpy()  # read as (N, C, L), as torch
+    assert ((y == 0).all(-1) | (y == 2.0).all(-1)).all()
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout3d, which is deprecated"):
+        F.dropout3d(ag.ones(3, 4), 0.5)
+
+
+def test_deprecated_upsample_names_warn_and_interpolate() -> None:
+    x = ag.randn(1, 2, 3, 3)
+    with pytest.warns(UserWarning, match=r"`nn.functional.upsample_bilinear` is deprecated"):
+        got = F.upsample_bilinear(x, scale_factor=2)
+    want = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -302,3 +302,48 @@ def test_deepcopy_of_a_transformer_layer_is_independent() -> None:
     with ag.no_grad():
         twin.norm3.weight.fill_(2.0)
     assert (layer.norm3.weight.detach().numpy() == 1).all()
+
+
+# torch 2.13's reprs and legacy keywords of the modules over the composed functions
+MORE_REPRS = [
+    ("PixelShuffle(2)", "PixelShuffle(upscale_factor=2)"),
+    ("PixelUnshuffle(3)", "PixelUnshuffle(downscale_factor=3)"),
+    ("Dropout2d(0.3)", "Dropout2d(p=0.3, inplace=False)"),
+    ("CosineSimilarity()", "CosineSimilarity()"),
+    ("PairwiseDistance()", "PairwiseDistance()"),
+    ("Bilinear(2, 3, 4)", "Bilinear(in1_features=2, in2_features=3, out_features=4, bias=True)"),
+    ("UpsamplingNearest2d(scale_factor=2)", "UpsamplingNearest2d(scale_factor=2.0, mode='nearest')"),
+    ("AdaptiveAvgPool3d(2)", "AdaptiveAvgPool3d(output_size=2)"),
+    ("TripletMarginLoss()", "TripletMarginLoss()"),
+]
+
+
+@pytest.mark.parametrize("call, want", MORE_REPRS, ids=[c for c, _ in MORE_REPRS])
+def test_more_reprs_are_torchs(call: str, want: str) -> None:
+    assert repr(eval("nn." + call)) == want
+
+
+@pytest.mark.parametrize("cls, kwargs, reduction", [
+    (nn.MarginRankingLoss, {"size_average": False}, "sum"),
+    (nn.HingeEmbeddingLoss, {"reduce": False}, "none"),
+    (nn.SoftMarginLoss, {"size_average": True}, "mean"),
+    (nn.CosineEmbeddingLoss, {"reduce": False}, "none"),
+    (nn.TripletMarginLoss, {"size_average": False}, "sum"),
+    (nn.MultiLabelSoftMarginLoss, {"reduce": False}, "none"),
+    (nn.PoissonNLLLoss, {"size_average": False}, "sum"),
+])
+def test_legacy_keywords_of_the_margin_and_likelihood_losses(cls, kwargs, reduction) -> None:
+    with pytest.warns(UserWarning, match=f"please use reduction='{reduction}' instead"):
+        assert cls(**kwargs).reduction == reduction
+
+
+def test_bilinear_shapes_and_channel_dropout_modules() -> None:
+    m = nn.Bilinear(3, 4, 5)
+    assert [k for k, _ in m.named_parameters()] == ["weight", "bias"] and tuple(m.weight.shape) == (5, 3, 4)
+    assert abs(m.weight.detach().numpy()).max() <= 1 / np.sqrt(3)
+    assert tuple(m(ag.randn(2, 6, 3), ag.randn(2, 6, 4)).shape) == (2, 6, 5)
+    d = nn.Dropout1d(0.5).eval()
+    x = ag.randn(2, 3, 4)
+    assert d(x) is x
+    with pytest.raises(ValueError, match="TripletMarginLoss: expected margin to be greater than 0, got 0.0 instead"):
+        nn.TripletMarginLoss(margin=0.0)

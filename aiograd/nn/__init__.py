@@ -42,10 +42,33 @@ from .loss import (
     KLDivLoss,
     L1Loss,
     MSELoss,
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
-from .modules import Dropout, Embedding, Flatten, Identity, Linear, Module, Sequential, Unflatten
+from .modules import (
+    Bilinear,
+    CosineSimilarity,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    Module,
+    PairwiseDistance,
+    Sequential,
+    Unflatten,
+)
 from .normalization import (
     BatchNorm1d,
     BatchNorm2d,
@@ -61,6 +84,7 @@ from .parameter import Parameter
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
     AvgPool1d,
@@ -73,6 +97,8 @@ from .pooling import (
     ConstantPad3d,
     MaxPool1d,
     MaxPool2d,
+    PixelShuffle,
+    PixelUnshuffle,
     ReflectionPad1d,
     ReflectionPad2d,
     ReflectionPad3d,
@@ -80,6 +106,8 @@ from .pooling import (
     ReplicationPad2d,
     ReplicationPad3d,
     Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
     ZeroPad1d,
     ZeroPad2d,
     ZeroPad3d,
@@ -96,6 +124,7 @@ from .transformer import (
 __all__ = [
     "functional", "init", "utils", "Parameter", "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
     "ParameterDict", "Identity", "Linear", "Dropout", "Flatten", "Unflatten", "Embedding",
+    "Bilinear", "Dropout1d", "Dropout2d", "Dropout3d", "CosineSimilarity", "PairwiseDistance",
     # activations
     "ReLU", "ReLU6", "SiLU", "Mish", "LeakyReLU", "ELU", "SELU", "CELU", "Hardtanh", "Hardsigmoid", "Hardswish",
     "LogSigmoid", "Softmin", "Softsign", "Tanhshrink", "Threshold", "GLU", "PReLU", "Softplus", "Hardshrink",
@@ -106,12 +135,14 @@ __all__ = [
     "AdaptiveMaxPool2d", "Upsample", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
     "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
     "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
+    "AdaptiveAvgPool3d", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
     # normalization
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "GroupNorm",
     "LayerNorm", "RMSNorm",
     # losses
     "L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CrossEntropyLoss",
-    "NLLLoss",
+    "NLLLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+    "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
     # attention, transformers
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerDecoder", "Transformer",

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import Tensor, empty
+from ..tensor import Tensor
 from . import functional as F
-from .modules import Module, kaiming_reset
-from .parameter import Parameter
+from .modules import Module, kaiming_reset, weight_and_bias
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Unfold", "Fold"]
 
@@ -72,14 +71,7 @@ class _ConvNd(Module):
                 pads = [int(v) for p in reversed(self.padding) for v in (p, p)]
             self._reversed_padding_repeated_twice = pads
         shape = ((in_channels, out_channels // groups) if self._transposed else (out_channels, in_channels // groups))
-        self.weight = Parameter(empty(*shape, *self.kernel_size, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-        if device is not None:
-            self.to(device)
+        weight_and_bias(self, (*shape, *self.kernel_size), out_channels if bias else None, dtype, device)
 
     def reset_parameters(self) -> None:
         kaiming_reset(self.weight, self.bias)

@@ -453,6 +453,20 @@ def _param(*shape: int, dtype: Any = None) -> Parameter:
     return Parameter(empty(*shape, dtype=dtype))
 
 
+def weight_and_bias(module: "Module", weight_shape: tuple[int, ...], bias_size: int | None, dtype: Any,
+                    device: Any) -> None:
+    """A layer's ``weight`` and ``bias`` (None when ``bias_size`` is, as torch registers it), initialised by the
+    module's ``reset_parameters`` and then moved to ``device``."""
+    module.weight = _param(*weight_shape, dtype=dtype)
+    if bias_size is not None:
+        module.bias = _param(bias_size, dtype=dtype)
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()  # type: ignore[operator]
+    if device is not None:
+        module.to(device)
+
+
 def kaiming_reset(weight: Tensor, bias: Tensor | None) -> None:
     """torch's default init of Linear and convolution layers: kaiming-uniform weight (a = sqrt(5)),
     bias uniform in +-1/sqrt(fan_in)."""
@@ -491,14 +505,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = _param(out_features, in_features, dtype=dtype)
-        if bias:
-            self.bias = _param(out_features, dtype=dtype)
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-        if device is not None:
-            self.to(device)
+        weight_and_bias(self, (out_features, in_features), out_features if bias else None, dtype, device)
 
     def reset_parameters(self) -> None:
         kaiming_reset(self.weight, self.bias)
@@ -525,6 +532,82 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _DropoutNd(Dropout):
+    """Channel dropout: whole channels zeroed with probability ``p`` while training."""
+
+    _fn: Callable[..., Tensor]
+
+    def forward(self, input: Tensor) -> Tensor:
+        return type(self)._fn(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of (N, C, L) or (C, L) input while training."""
+
+    _fn = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of (N, C, H, W) input while training."""
+
+    _fn = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input while training."""
+
+    _fn = staticmethod(F.dropout3d)
+
+
+class CosineSimilarity(Module):
+    """``F.cosine_similarity`` along ``dim``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """``F.pairwise_distance``: the p-norm of ``x1 - x2 + eps`` along the last dim."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class Bilinear(Module):
+    """``y = x1 @ W[o] @ x2 + b[o]`` with W (out_features, in1_features, in2_features), initialised as torch
+    (uniform in +-1/sqrt(in1_features))."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        weight_and_bias(self, (out_features, in1_features, in2_features), out_features if bias else None, dtype,
+                        device)
+
+    def reset_parameters(self) -> None:
+        if self.in1_features <= 0:
+            raise ValueError(f"in1_features must be > 0, but got (in1_features={self.in1_features})")
+        bound = 1 / math.sqrt(self.in1_features)
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class Flatten(Module):

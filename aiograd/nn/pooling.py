@@ -14,7 +14,8 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d", "Upsample", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
     "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
-    "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d",
+    "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d", "AdaptiveAvgPool3d", "UpsamplingNearest2d",
+    "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
 ]
 
 
@@ -121,6 +122,13 @@ class AdaptiveAvgPool2d(_AdaptivePool):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptivePool):
+    """Average pooling to ``output_size`` (D, H, W) (None keeps a dim), whatever the input's size."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
 class _AdaptiveMaxPool(_AdaptivePool):
     def __init__(self, output_size: Any, return_indices: bool = False) -> None:
         super().__init__(output_size)
@@ -164,6 +172,48 @@ class Upsample(Module):
     def extra_repr(self) -> str:
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """``Upsample(mode='nearest')`` of 2-d images (torch's older name)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """``Upsample(mode='bilinear', align_corners=True)`` of 2-d images (torch's older name)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+
+
+class PixelShuffle(Module):
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r) with r = ``upscale_factor``."""
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W) with r = ``downscale_factor``: PixelShuffle's inverse."""
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
 
 
 # ----- padding ---------------------------------------------------------------------------------------
