@@ -20,7 +20,7 @@ from ..ops import nn as _nn
 from ..ops._common import checked as _checked
 from ..ops._nn_common import check_reduction, reduce_loss, torch_dtype_name
 from ..tensor import Tensor
-from ._util import user_stacklevel
+from .._warn import user_stacklevel
 
 __all__ = [
     "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",

@@ -31,7 +31,7 @@ from ..ops.linalg import matmul
 from ..ops.shape import int_tuple
 from ..tensor import Tensor
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
-from ._util import user_stacklevel
+from .._warn import user_stacklevel
 from ._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,

@@ -15,7 +15,7 @@ from ..tensor import Tensor, ones, tensor, zeros
 from . import functional as F
 from . import init
 from .modules import Module, affine_parameters
-from ._util import user_stacklevel
+from .._warn import user_stacklevel
 
 __all__ = [
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "GroupNorm",

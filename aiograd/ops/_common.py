@@ -171,7 +171,8 @@ def checked(fn: F) -> F:
     params: list[str] = []
     call: list[str] = []
     checks: list[str] = []
-    ns: dict[str, Any] = {"_fn": fn, "Tensor": Tensor, "_error": operand_error}
+    ns: dict[str, Any] = {"_fn": fn, "Tensor": Tensor, "_error": operand_error,
+                          "__name__": fn.__module__}  # an aiograd frame to user_stacklevel
     position = 0
     star = False
     for p in sig.parameters.values():

@@ -9,11 +9,11 @@ and meshgrid return expanded views.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
+from .._warn import warn_user
 from ..autograd.graph import Node, Shape, record
 from ..tensor import Tensor, new_tensor
 from ._common import broadcast_shapes, common_device, is_operand, needs_grad
@@ -517,10 +517,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
     ``indexing`` is left out, and uses "ij"."""
     ts = _tensors_arg(tensors, "meshgrid")
     if indexing is None:
-        warnings.warn(
-            "torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
-            UserWarning, stacklevel=2,
-        )
+        warn_user("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')

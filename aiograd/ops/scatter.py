@@ -10,11 +10,11 @@ on the graph's tensors in a create_graph pass, so that one rule serves both.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
+from .._warn import warn_user
 from ..autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
 from ..tensor import Tensor, new_tensor
 from ._common import broadcast_shapes, check_operand, common_device, needs_grad, operand_error
@@ -109,10 +109,9 @@ def _scatter_legacy_reduce(input: Tensor, dim: int, index: Any, src: Any, reduce
     if reduce not in _LEGACY_REDUCE:
         raise RuntimeError("reduce argument must be either add or multiply.")
     if isinstance(src, Tensor):
-        warnings.warn(
+        warn_user(
             "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future "
-            "PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
-            UserWarning, stacklevel=3,
+            "PyTorch release. Use torch.scatter_reduce instead for more reduction options."
         )
     else:
         check_operand(src, "scatter", "value", 4)
