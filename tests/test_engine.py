@@ -3,6 +3,7 @@ callbacks, warnings, pruning, time slicing, concurrency and the blocking entry p
 
 from __future__ import annotations
 
+import gc
 import warnings
 
 import anyio
@@ -639,6 +640,38 @@ def test_time_slice_validation() -> None:
     with pytest.raises(ValueError, match="positive"):
         ag.set_time_slice(0)
     assert ag.get_time_slice() > 0
+
+
+# ----- garbage collection (NOTE [Hot loop] (a)) ----------------------------------------------
+
+
+async def test_a_wide_backward_runs_no_garbage_collection() -> None:
+    # The stack's backward makes all 20,000 branches ready at once. A queue that kept a
+    # gc-tracked entry (and a gradient list) per queued node ran ~57 young collections
+    # in this pass; in a process with a large heap one of them can be a full collection.
+    n = 20_000
+    x = t64([0.5, 1.5])
+    loss = ag.stack([(x * float(i)).sin() for i in range(n)]).sum()
+    await ag.stack([(x * 1.0).sin() for _ in range(3)]).sum().backward()  # warm up (lazy imports)
+    x.grad = None
+    collections: list[int] = []
+
+    def watch(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    before = ag.get_offload()
+    ag.set_offload("never")  # the pass alone: no executor job for the stack's large node
+    gc.collect()
+    gc.callbacks.append(watch)
+    try:
+        await loss.backward()
+    finally:
+        gc.callbacks.remove(watch)
+        ag.set_offload(before)
+    assert collections == [], f"collections of generations {collections} ran during the backward"
+    i = np.arange(n, dtype=np.float64)[:, None]
+    assert np.allclose(x.grad.numpy(), (np.cos(i * [0.5, 1.5]) * i).sum(axis=0))
 
 
 # ----- blocking entry points ----------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -138,6 +140,33 @@ def test_input_metadata_records_shape_and_dtype_of_outputs() -> None:
     (meta,) = y.grad_fn.input_metadata
     assert meta.shape == (2,) and meta.dtype == np.float32
     assert y.grad_fn.num_inputs() == 1 and y.grad_fn.num_outputs() == 1
+
+
+def test_an_op_of_one_input_leaves_its_node_and_saved_input_alone_to_the_collector() -> None:
+    # NOTE [Inline edge]: no edge list and no Edge tuple per op, only the node (and
+    # here the input Tensor that sin saves).
+    x = _leaf(1.0, 2.0)
+    y = x.sin()
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(200):
+        y = y.sin()
+    gc.collect()
+    assert len(gc.get_objects()) - before <= 2 * 200
+
+
+async def test_an_inline_edge_becomes_a_list_that_the_node_keeps() -> None:
+    x = _leaf(1.0, 2.0)
+    y = x.exp()
+    z = y.sin()
+    node = z.grad_fn
+    assert node._edges is None and node._to is y.grad_fn
+    edges = node.next_edges
+    assert edges == [Edge(y.grad_fn, 0, (2,), y.detach().numpy().dtype)]
+    assert node.next_edges is edges and node._to is None  # built once, then kept
+    assert node.next_functions == ((y.grad_fn, 0),)
+    await z.sum().backward()
+    assert np.allclose(x.grad.numpy(), np.cos(np.exp([1.0, 2.0])) * np.exp([1.0, 2.0]))
 
 
 def test_hook_handles_remove() -> None:

@@ -231,9 +231,10 @@ def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str,
         })
     # A rule "g * factor" may multiply into g itself when only the engine's input list
     # holds g (refs: that list, the local name g, the helper's argument): one allocation
-    # less per node, and the memory of a hand-written in-place backward. Small arrays skip the check.
+    # less per node, and the memory of a hand-written in-place backward. Small arrays skip the
+    # check (the node's work, its output's size, is g's size: a slot, cheaper than g.size).
     in_place = (
-        f"        if g.size >= {_IN_PLACE_MIN} and sole_owner(g, 3):\n"
+        f"        if self.work >= {_IN_PLACE_MIN} and sole_owner(g, 3):\n"
         f"            return (np.multiply(g, {rule[4:]}, out=g),)\n"
         if rule.startswith("g * ") else ""
     )
