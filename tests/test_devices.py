@@ -144,12 +144,44 @@ def test_policy_learns_rates_from_measurements() -> None:
     # Measured fast (10 us for 1e7 units): predicted below the threshold, stays inline.
     policy.observe(FakeNode(), 1e-5)  # type: ignore[arg-type]
     assert policy.rates[FakeNode] == pytest.approx(1e-12)
-    assert not policy.should_offload(FakeNode())  # type: ignore[arg-type]
+    assert not policy.should_offload(FakeNode(), 1e-3, True)  # type: ignore[arg-type]
     # Later runs measure slow (10 ms): the learned rate rises and it is offloaded.
     for _ in range(5):
         policy.observe(FakeNode(), 1e-2)  # type: ignore[arg-type]
-    assert policy.should_offload(FakeNode())  # type: ignore[arg-type]
+    assert policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]
     policy.rates.pop(FakeNode, None)
+
+
+def test_policy_offloads_only_for_responsiveness_or_parallelism() -> None:
+    class FakeNode:
+        work = 1_000_000
+
+    policy.rates[FakeNode] = 5e-10  # predicted 500 us: above the hand-off threshold, within a slice
+    try:
+        assert not policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]  # nothing to overlap
+        assert policy.should_offload(FakeNode(), 1e-3, True)  # type: ignore[arg-type]  # the loop has work
+        assert policy.should_offload(FakeNode(), 2e-4, False)  # type: ignore[arg-type]  # overruns the slice
+        policy.rates[FakeNode] = 1e-10  # predicted 100 us: not worth a hand-off even with work to overlap
+        assert not policy.should_offload(FakeNode(), 1e-3, True)  # type: ignore[arg-type]
+    finally:
+        policy.rates.pop(FakeNode, None)
+
+
+async def test_auto_runs_a_sequential_graph_of_mid_sized_kernels_inline(offload_mode: Any,
+                                                                      thread_log: list[str]) -> None:
+    # Kernels predicted above the hand-off threshold but within a time slice, one after
+    # another: offloading them would buy nothing, so they stay on the loop thread.
+    offload_mode("auto")
+    policy.rates[MmBackward0] = 4e-10
+    try:
+        w = ag.randn(64, 64, dtype=ag.float64, requires_grad=True)
+        h = ag.randn(64, 64, dtype=ag.float64)
+        for _ in range(4):
+            h = h @ w  # MmBackward0 work: 64^3 * 2 flops, predicted ~210 us
+        await h.sum().backward()
+    finally:
+        policy.rates.pop(MmBackward0, None)
+    assert thread_log and set(thread_log) == {threading.current_thread().name}
 
 
 async def test_thread_count_is_constant_over_many_passes(offload_mode: Any) -> None:

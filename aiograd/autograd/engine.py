@@ -688,7 +688,10 @@ class Engine:
     # (f) Outputs a device thread computed are propagated before the next ready node is
     #     evaluated, so that devices get their next nodes early.
     # (g) Only a node with at least ``min_work`` is timed or considered for a device
-    #     (NOTE [Offload policy] in executors.py): no clock read for small ones.
+    #     (NOTE [Offload policy] in executors.py): no clock read for small ones. Such a
+    #     node goes to its device thread only when that buys responsiveness or
+    #     parallelism; run inline, it first yields to the loop if it would end past the
+    #     slice's deadline, so inline kernels never stretch a slice.
     # (h) Validation fast path: the gradient's dtype and shape are compared with those
     #     its edge carries, and only a mismatch takes the full ``validate_grad``
     #     (broadcast reduction, casts, errors; on every output it cost +0.4 us/node).
@@ -775,10 +778,15 @@ class Engine:
                     if grads[0] is None and not node._runs_on_undefined and all(g is None for g in grads):
                         outputs = [None] * node.num_outputs()
                     elif node.work >= min_work and node._offloadable:  # (g)
-                        if offload_policy.should_offload(node):
+                        if offload_policy.should_offload(node, _time_slice, bool(heap)):
                             self._dispatch(gt, node, grads)
                             continue  # its outputs come back through ``done`` (f)
                         t0 = perf_counter()
+                        if t0 + offload_policy.predict(node) > deadline:  # it would overrun this slice (g)
+                            await checkpoint()
+                            t0 = perf_counter()
+                            deadline = t0 + _time_slice
+                            countdown = _CHECK_EVERY
                         outputs = node.apply(grads)
                         offload_policy.observe(node, perf_counter() - t0)
                     else:
