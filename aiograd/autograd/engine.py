@@ -672,7 +672,11 @@ class Engine:
     #     with a larger heap, a full one: +0.8 us/node on 20,000-node graphs, 0.4 s once
     #     in the backward of a 100,000-node wide graph. Dependency counts are plain ints
     #     (NOTE [Dependency counting]); an InputBuffer is made only when the first of
-    #     several gradients of a node arrives, so buffers die young.
+    #     several gradients of a node arrives, so buffers die young. The collector's
+    #     settings are left alone (no gc.disable, gc.freeze or raised thresholds around
+    #     a pass): they belong to the process, and a pass yields to other coroutines
+    #     every slice, which would run with them changed. The backward of a wide graph
+    #     of 100,000 nodes runs no collection at all (tests/test_engine.py).
     # (b) The "next" slot: most pops follow a push, so the node made ready last runs next
     #     unless the heap's top outranks it, and never touches the heap.
     # (c) The ready queue is a heap of int keys, -sequence_nr in the high bits and a push
