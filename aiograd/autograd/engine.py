@@ -272,9 +272,15 @@ class GraphTask:
         self.external += n
 
     def feed_external(self, node: Node, grads: list[Any]) -> None:
-        """Run ``node`` with ``grads`` in this pass, as one of its expected external roots (loop thread)."""
+        """Run ``node`` with ``grads`` in this pass, as one of its expected external roots (loop thread).
+
+        The node joins the ready queue like any node made ready (``done`` holds only
+        outputs a device computed: NOTE [Hot loop] (f)).
+        """
         self.external -= 1
-        self.device_done(node, grads, None, None, 0.0)
+        self.outstanding -= 1
+        self.enqueue(node, grads)
+        self.notify()
 
     def device_done(self, node: Node, grads: list[Any], outputs: Any, err: BaseException | None, secs: float) -> None:
         """Called on the loop thread when a device thread finished ``node``."""
