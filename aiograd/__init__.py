@@ -11,7 +11,7 @@ from __future__ import annotations
 from .tensor import *  # noqa: F401,F403
 from .tensor import Tensor
 from .device import Device, device
-from .autograd.executors import get_offload, set_offload
+from .autograd.executors import get_num_threads, get_offload, offload, set_num_threads, set_offload
 from .ops import *  # noqa: F401,F403
 from .autograd import (
     backward,
@@ -45,7 +45,8 @@ __all__ = (
         "Device", "device", "backward", "backward_sync", "grad", "grad_sync",
         "no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
         "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "queue_callback",
-        "set_time_slice", "get_time_slice", "set_offload", "get_offload", "Function", "once_differentiable", "autograd",
+        "set_time_slice", "get_time_slice", "set_offload", "get_offload", "offload", "set_num_threads", "get_num_threads",
+        "Function", "once_differentiable", "autograd",
         "checkpoint", "functional", "linalg", "nn", "optim", "profiler", "return_types", "viz",
         "gradcheck", "gradgradcheck", "GradcheckError",
     ]

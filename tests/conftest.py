@@ -339,7 +339,7 @@ def _no_blocking_marker(request: pytest.FixtureRequest) -> None:
 
 
 # --------------------------------------------------------------------------- #
-# Offload policy                                                               #
+# Offload policy and aiograd's executor                                        #
 # --------------------------------------------------------------------------- #
 
 
@@ -353,3 +353,19 @@ def offload_always() -> Any:
     ag.set_offload("always")
     yield
     ag.set_offload(before)
+
+
+@pytest.fixture
+def executor_blocked() -> Any:
+    """Occupy aiograd's cpu executor thread until the returned ``threading.Event`` is set
+    (set at teardown too): work submitted meanwhile waits in its queue, not started."""
+    import threading
+
+    from aiograd.autograd import executors
+
+    release, started = threading.Event(), threading.Event()
+    job = executors.submit(lambda: (started.set(), release.wait(30)))
+    assert started.wait(10)
+    yield release
+    release.set()
+    job.result(10)

@@ -1,4 +1,4 @@
-"""Device runtimes: the executor thread and shared ready queue of each device, and the offload policy.
+"""Device runtimes (executor thread + shared ready queue), the offload policy, BLAS threads, ``ag.offload``.
 
 NOTE [Devices and executors]: every device owns one single-thread executor and
 a priority ready queue shared by all GraphTasks (ordered as torch's
@@ -15,15 +15,19 @@ nested pass and no thread is ever added.
 from __future__ import annotations
 
 import contextvars
+import inspect
 import math
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
+import threadpoolctl
 
-from ..device import Device
+from .. import _aio
+from ..device import CPU, Device
 from .ready_queue import ReadyQueue
 
 if TYPE_CHECKING:
@@ -39,7 +43,14 @@ __all__ = [
     "policy",
     "set_offload",
     "get_offload",
+    "offload",
+    "submit",
+    "await_job",
+    "set_num_threads",
+    "get_num_threads",
 ]
+
+T = TypeVar("T")
 
 
 class DeviceRuntime:
@@ -58,7 +69,12 @@ class DeviceRuntime:
             with self._lock:
                 if self._executor is None:
                     self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"aiograd-{self.device}")
+                    started = True
+                else:
+                    started = False
                 ex = self._executor
+            if started:
+                _blas.apply()  # one more executor shares the cores (NOTE [BLAS threads])
         return ex
 
     def dispatch(self, gt: "GraphTask", node: "Node", grads: list[Any]) -> "Future[None]":
@@ -223,3 +239,163 @@ def set_offload(mode: str) -> None:
 
 def get_offload() -> str:
     return policy.mode
+
+
+# ----- ag.offload ---------------------------------------------------------------------
+#
+# NOTE [Offload and cancellation]: ``offload`` runs a plain function on the cpu
+# device's executor thread, the thread that also runs offloaded backward
+# kernels, so no thread is ever added. A function cannot be interrupted
+# half-way, so cancelling the awaiting task (task.cancel(), a timeout, an anyio
+# cancel scope) does one of two things: a job that has not started yet is
+# withdrawn and never runs; a job that is running is waited for (shielded) and
+# its result dropped, then the cancellation is raised. Either way, when the
+# cancelled ``await`` returns, nothing of the call runs any more, as anyio's
+# ``to_thread.run_sync`` does by default and as the engine does for its kernels
+# (NOTE [Cancellation] in engine.py).
+
+
+def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
+    """Queue ``fn(*args, **kwargs)`` on the cpu executor, in a copy of the caller's context."""
+    ctx = contextvars.copy_context()
+    return runtime(CPU).executor.submit(ctx.run, fn, *args, **kwargs)
+
+
+async def await_job(job: "Future[T]") -> T:
+    """Wait for an executor job from the event loop (NOTE [Offload and cancellation])."""
+    done = _aio.Event()
+    post = _aio.thread_poster()
+
+    def wake(_: Any) -> None:
+        try:
+            post(done.set)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    job.add_done_callback(wake)
+    try:
+        await done.wait()
+    except BaseException:
+        if not job.cancel():  # running: it cannot be stopped, so wait until it is over
+            with _aio.shielded():
+                await done.wait()
+        raise
+    return job.result()
+
+
+async def offload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run ``fn(*args, **kwargs)`` off the event loop and return its result.
+
+    For the synchronous parts of a training step (a forward, a loss, a
+    metric): the function runs on aiograd's cpu executor thread (the one that
+    runs large backward kernels; no thread is started per call) with the
+    caller's grad mode and context variables (a copy of the caller's context,
+    so changes the function makes to them stay there). Its exception, if any,
+    is raised here. Cancelling the caller withdraws a call that has not
+    started, and waits for one that has (NOTE [Offload and cancellation]).
+
+        loss = await ag.offload(lambda: F.cross_entropy(model(x), y))
+    """
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError(f"offload runs synchronous functions; {fn.__qualname__} is a coroutine function: await it")
+    return await await_job(submit(fn, *args, **kwargs))
+
+
+# ----- BLAS threads -------------------------------------------------------------------
+#
+# NOTE [BLAS threads]: numpy's BLAS (OpenBLAS, MKL...) starts a pool of threads
+# per kernel, sized to every core by default. aiograd's device executors
+# already run kernels beside the event loop's thread, so BLAS's own pool on
+# top oversubscribes the cores, and a BLAS kernel whose threads wait for one
+# another stalls badly as soon as any other process wants a core. aiograd
+# therefore sizes the BLAS pools itself (threadpoolctl): the cores left after
+# the loop's thread, shared by the device executors started so far, at least
+# one per kernel. An explicit choice wins: ``set_num_threads(n)``, then the
+# AIOGRAD_NUM_THREADS environment variable; and if the user set a BLAS
+# variable (OPENBLAS_NUM_THREADS, OMP_NUM_THREADS, MKL_NUM_THREADS...) and
+# neither of those, aiograd leaves BLAS alone. Applied at import, when an
+# executor starts (a BLAS library loaded later is sized then too) and by
+# set_num_threads. The limits are per process: they hold for every numpy call
+# in it, on any thread.
+
+ENV_VAR = "AIOGRAD_NUM_THREADS"
+BLAS_ENV_VARS = (
+    "OPENBLAS_NUM_THREADS",
+    "GOTO_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, else the CPU count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class _BlasThreads:
+    """What aiograd decided for the BLAS pools, and applying it."""
+
+    def __init__(self) -> None:
+        self.requested: int | None = None  # set_num_threads
+        self._lock = threading.Lock()
+
+    def target(self) -> int | None:
+        """The BLAS threads per kernel aiograd wants, or None to leave BLAS alone."""
+        if self.requested is not None:
+            return self.requested
+        env = os.environ.get(ENV_VAR, "").strip()
+        if env:
+            if not env.isdigit() or int(env) < 1:
+                raise ValueError(f"{ENV_VAR} must be a positive integer, got {env!r}")
+            return int(env)
+        if any(os.environ.get(v, "").strip() for v in BLAS_ENV_VARS):
+            return None
+        return self.default()
+
+    @staticmethod
+    def default() -> int:
+        """The cores left after the loop's thread, shared by the started executors, at least 1."""
+        return max(1, (available_cores() - 1) // max(1, live_threads()))
+
+    def apply(self) -> None:
+        n = self.target()
+        if n is not None:
+            with self._lock:
+                threadpoolctl.threadpool_limits(limits=n, user_api="blas")
+
+
+_blas = _BlasThreads()
+
+
+def _check_threads(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n < 1:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    return n
+
+
+def set_num_threads(n: int | None) -> None:
+    """How many threads one BLAS kernel (a matmul, a conv) may use; None: aiograd's default.
+
+    The default is the cores left after the event loop's thread, shared by
+    the device executors in use (NOTE [BLAS threads]): 1 on a 2-core machine.
+    Like ``torch.set_num_threads``, it is per process and holds for every
+    numpy call. The environment variable AIOGRAD_NUM_THREADS sets it at start.
+    """
+    _blas.requested = None if n is None else _check_threads(n)
+    _blas.apply()
+
+
+def get_num_threads() -> int:
+    """How many threads a BLAS kernel uses now (the largest pool among the BLAS libraries loaded)."""
+    pools = [i.get("num_threads") or 1 for i in threadpoolctl.threadpool_info() if i.get("user_api") == "blas"]
+    return max(pools, default=1)
+
+
+_blas.apply()
