@@ -5,7 +5,9 @@ hyperparameters, defaults filled from ``defaults``; ``param_names`` too when
 the parameters were given as ``named_parameters()``); per-parameter state
 (momentum buffers, moment estimates, step counters, as Tensors) lives in
 ``state``. ``step()`` updates ``p._data`` in place under no_grad and bumps each
-parameter's version, so a graph that saved the old value notices.
+parameter's version, so a graph that saved the old value notices. ``await
+step_async()`` makes the same update off the event loop, copy-on-write, so that
+passes still in flight over the old values are unharmed (NOTE [Step off the loop]).
 
 A built-in optimizer implements ``_update_group(group)``; ``step`` (here)
 evaluates the closure and runs it over every group. A closure may be
@@ -26,10 +28,11 @@ from typing import Any, Awaitable, Callable, Iterable
 
 import numpy as np
 
+from ..autograd import executors
 from ..autograd.backward_call import check_backward_awaited
 from ..autograd.backward_call import pending as _backward_pending
 from ..autograd.grad_mode import enable_grad, no_grad
-from ..autograd.graph import RemovableHandle
+from ..autograd.graph import RemovableHandle, VersionCounter, accumulate_into_grad, grad_lock
 from ..tensor import Tensor
 from ._inplace import scalar, step_state
 
@@ -265,6 +268,85 @@ class Optimizer:
         """Update the parameters of one group in place (built-in optimizers implement this)."""
         raise NotImplementedError(f"{type(self).__name__} must implement step() (or _update_group())")
 
+    # NOTE [Step off the loop]: ``step_async`` is ``step()`` then ``zero_grad()``,
+    # run on aiograd's cpu executor, and safe while other tasks train the same
+    # parameters:
+    # - It takes the gradients present when called (on the loop thread, before
+    #   its first await) and sets ``.grad`` to None, so a gradient committed by
+    #   another pass meanwhile is kept for the next step: every gradient is
+    #   applied exactly once, none is lost to another task's zero_grad().
+    # - Copy-on-write: the class's own ``step`` (hooks included) runs on a shallow
+    #   clone of this optimizer whose params and state are private copies; then
+    #   the new state and each parameter's new array and version counter replace
+    #   the old ones (plain assignments, no arithmetic). Arrays that graphs in
+    #   flight saved are never written, so their backward passes do not fail
+    #   ("modified by an inplace operation") and compute the gradient of what
+    #   their forward really used. The copies take the gradient's memory layout
+    #   (``_private_copy``), so a parameter may come back Fortran-ordered.
+    # - The executor has one thread: steps run one after another in call order,
+    #   and never beside a forward run through ``ag.offload``, which therefore
+    #   sees all of one update or none of it.
+    # - A step that is cancelled before it starts, or that raises, changes
+    #   nothing and gives its gradients back to ``.grad``; a step that has
+    #   started when its caller is cancelled is applied in full before the
+    #   cancellation is raised (NOTE [Offload and cancellation]).
+    async def step_async(self) -> None:
+        """``step()`` then ``zero_grad()``, off the event loop and copy-on-write (NOTE [Step off the loop]).
+
+        Safe while other tasks run passes over the same parameters: their passes
+        keep the values they saw, and every gradient is applied by exactly one step.
+        """
+        grads = self._take_grads()
+        if not grads:
+            return
+        job = executors.submit(self._step_on_copies, grads)
+        try:
+            await executors.await_job(job)
+        except BaseException:
+            if job.cancelled() or (job.done() and job.exception() is not None):
+                self._give_back(grads)
+            raise
+
+    def _take_grads(self) -> dict[Tensor, Tensor]:
+        """Each parameter's ``.grad``, taken (set to None) atomically (NOTE [Atomic accumulation])."""
+        grads = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                with grad_lock(p):
+                    g, p._grad = p._grad, None
+                if g is not None:
+                    grads[p] = g
+        return grads
+
+    def _give_back(self, grads: dict[Tensor, Tensor]) -> None:
+        for p, g in grads.items():
+            accumulate_into_grad(p, g if g.grad_fn is not None else g._data, owned=False)
+
+    def _step_on_copies(self, grads: dict[Tensor, Tensor]) -> None:
+        """On the executor: ``step`` on private copies of params and state, then publish them."""
+        copies = {p: _private_copy(p, grads.get(p)) for group in self.param_groups for p in group["params"]}
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone.param_groups = [{**g, "params": [copies[p] for p in g["params"]]} for g in self.param_groups]
+        clone.state = defaultdict(dict, {copies[p]: _copy_state(s, copies[p]._data) if p in copies else s
+                                         for p, s in self.state.items()})
+        type(self).step(clone)  # the class's step: an instance attribute (an LR scheduler's wrapper) calls self
+        originals = {id(c): p for p, c in copies.items()}
+        for group, done in zip(self.param_groups, clone.param_groups):
+            for k, v in done.items():
+                if k != "params" and group.get(k) is not v:
+                    group[k] = v
+        for k, v in clone.__dict__.items():
+            if k not in ("param_groups", "state") and self.__dict__.get(k) is not v:
+                self.__dict__[k] = v
+        self.state = defaultdict(dict, {originals.get(id(c), c): s for c, s in clone.state.items()})
+        self._opt_called = True  # an LR scheduler's order check: the optimizer has stepped
+        for p in grads:
+            c = copies[p]
+            # Counter first: a reader between the two lines sees the old array under the new counter.
+            p._version_counter = c._version_counter
+            p._data = c._data
+
     # ----- hooks ----------------------------------------------------------------------------
     def register_step_pre_hook(self, hook: StepHook) -> RemovableHandle:
         """``hook(optimizer, args, kwargs) -> None | (args, kwargs)`` runs before each ``step``."""
@@ -397,6 +479,40 @@ def _grad_array(p: Tensor) -> np.ndarray | None:
     if g._data.shape != p._data.shape:
         raise RuntimeError(f"gradient of shape {list(g.shape)} does not match parameter of shape {list(p.shape)}")
     return g._data
+
+
+def _private_copy(p: Tensor, g: Tensor | None) -> Tensor:
+    """A stand-in for ``p`` in ``step_async``: a copy to update if ``p`` has a gradient, else read-only.
+
+    The copy takes the gradient's memory layout, so that the update's elementwise
+    passes read both in order: a Linear weight's gradient arrives transposed
+    (Fortran-ordered), and a C-ordered parameter against it makes every pass ~15x
+    slower. The values are unchanged; only the first step pays the reordering.
+    """
+    if g is None:
+        arr = p._data.view()
+        arr.flags.writeable = False  # a step that writes a parameter without a gradient fails loudly
+    else:
+        arr = _copy_like(p._data, g._data)
+    c = Tensor._wrap(arr, p._device)
+    c._requires_grad = p._requires_grad
+    c._grad = g
+    vc = c._version_counter = VersionCounter()
+    vc.value = p._version_counter.value
+    return c
+
+
+def _copy_like(a: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` (its dtype) in ``like``'s memory layout when they have one shape, else in ``a``'s."""
+    out = np.empty_like(like if like.shape == a.shape else a, dtype=a.dtype)
+    np.copyto(out, a)
+    return out
+
+
+def _copy_state(state: dict[str, Any], like: np.ndarray) -> dict[str, Any]:
+    """One parameter's state with its arrays copied (in the layout of ``like``, the parameter's copy)."""
+    return {k: Tensor._wrap(_copy_like(v._data, like), v._device) if isinstance(v, Tensor)
+            else _copy_like(v, like) if isinstance(v, np.ndarray) else v for k, v in state.items()}
 
 
 def _bump(p: Tensor) -> None:
