@@ -27,7 +27,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="smaller sizes: a smoke run under a minute")
     p.add_argument("--save", action="store_true", help="write results as JSON to benchmarks/results/")
     p.add_argument("--blas-threads", type=int, default=None,
-                   help="limit numpy's BLAS threads (needs threadpoolctl); default: BLAS's own setting")
+                   help="limit numpy's BLAS threads (needs threadpoolctl); default: aiograd's setting "
+                        "(the cores minus one), or the BLAS environment variables if set")
     args = p.parse_args(argv)
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:
@@ -41,11 +42,11 @@ def blas_limit(n: int | None) -> Iterator[None]:
     if n is None:
         yield
         return
-    tpc = H.optional_import("threadpoolctl")
-    if tpc is None:
-        sys.exit("--blas-threads needs threadpoolctl (pip install threadpoolctl)")
-    with tpc.threadpool_limits(limits=n, user_api="blas"):
-        yield
+    try:
+        with H.blas_threads(n):
+            yield
+    except ImportError as exc:
+        sys.exit(f"--blas-threads: {exc}")
 
 
 def environment() -> dict[str, Any]:

@@ -9,6 +9,7 @@ that garbage left by the previous run is not charged to the next one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib
 import json
@@ -20,7 +21,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
 
 MIN_REPEAT = 5
 
@@ -53,6 +54,28 @@ def import_aiograd() -> Any | None:
         _NOT_INSTALLED["aiograd"] = "aiograd/__init__.py missing (namespace package)"
         return None
     return mod
+
+
+@contextlib.contextmanager
+def blas_threads(n: int) -> Iterator[None]:
+    """Limit BLAS to ``n`` threads (threadpoolctl) for the block, aiograd included.
+
+    aiograd sizes the BLAS pools itself when it starts an executor; it honours
+    AIOGRAD_NUM_THREADS, set here for the block so it keeps ``n``.
+    """
+    tpc = optional_import("threadpoolctl")
+    if tpc is None:
+        raise ImportError("limiting BLAS threads needs threadpoolctl (pip install threadpoolctl)")
+    before = os.environ.get("AIOGRAD_NUM_THREADS")
+    os.environ["AIOGRAD_NUM_THREADS"] = str(n)
+    try:
+        with tpc.threadpool_limits(limits=n, user_api="blas"):
+            yield
+    finally:
+        if before is None:
+            del os.environ["AIOGRAD_NUM_THREADS"]
+        else:
+            os.environ["AIOGRAD_NUM_THREADS"] = before
 
 
 _TORCH_DEFAULT_THREADS: list[int] = []

@@ -6,7 +6,8 @@ input and weight requires grad. Only ``await loss.backward()`` is timed; the
 speedup is (all on cpu:0) / (split over cpu:0 and cpu:1). numpy rows give the
 same kernels run serially and on two Python threads: the speedup this machine
 allows. BLAS is limited to 1 thread when threadpoolctl is installed (so each
-device is one core), and also reported at BLAS's default thread count.
+device is one core), and also reported at the default thread count (aiograd's,
+docs/server.md: the cores minus one, shared by the executors started).
 Target (c): speedup >= 1.7.
 """
 
@@ -47,7 +48,7 @@ def blas_threads(n: int | None) -> Iterator[str]:
     if n is None:
         yield f"BLAS {current} threads (default)"
         return
-    with tpc.threadpool_limits(limits=n, user_api="blas"):
+    with H.blas_threads(n):
         yield f"BLAS {n} thread{'s' if n > 1 else ''}"
 
 
