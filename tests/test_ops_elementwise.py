@@ -111,6 +111,32 @@ def test_softplus_is_linear_above_threshold_like_torch():
     np.testing.assert_allclose(ag.softplus(x, beta=3, threshold=20).numpy(), [10.0, 25.0])
 
 
+async def test_exact_gelu_in_float32_is_as_accurate_as_float32_allows():
+    # NOTE [Fast Phi]: float32 computes Phi with its own erfc approximation, not scipy's ndtr
+    x = np.concatenate([np.linspace(-12, 12, 24001), [0.0, -0.0, 1e-30, -1e-30, 40.0, -40.0]]).astype(np.float32)
+    x64 = x.astype(np.float64)
+    phi = 0.5 * (1 + _math_erf(x64 / math.sqrt(2)))
+    phi_low = 0.5 * np.vectorize(math.erfc)(-x64 / math.sqrt(2))  # Phi(x) without cancellation below 0
+    want = x64 * np.where(x64 < 0, phi_low, phi)
+    t = ag.tensor(x, requires_grad=True)
+    y = ag.gelu(t)
+    assert y.dtype == ag.float32
+    got = y.detach().numpy().astype(np.float64)
+    assert np.max(np.abs(got - want)) < 6e-7  # torch's float32 GELU: 1.1e-6
+    core = np.abs(x64) < 4
+    assert np.max(np.abs(got - want)[core] / np.abs(want)[core].clip(1e-30)) < 2e-6
+    lower = (x64 < 0) & (x64 > -9)  # the lower tail keeps its relative accuracy (1 + erf would cancel)
+    assert np.max(np.abs(got - want)[lower] / np.abs(want)[lower]) < 1e-5
+    await y.sum().backward()
+    dwant = np.where(x64 < 0, phi_low, phi) + x64 * np.exp(-x64 * x64 / 2) / math.sqrt(2 * math.pi)
+    assert t.grad.dtype == ag.float32
+    np.testing.assert_allclose(t.grad.numpy(), dwant, rtol=2e-6, atol=6e-7)
+    for dt in (ag.float32, ag.float16):  # a 0-d input, and float16 through float32
+        s = ag.gelu(ag.tensor(1.5, dtype=dt))
+        assert s.dtype == dt and s.shape == () and abs(s.item() - 1.5 * 0.5 * (1 + math.erf(1.5 / math.sqrt(2)))) < 2e-3
+    assert np.isnan(ag.gelu(ag.tensor([np.nan], dtype=ag.float32)).item())
+
+
 def test_gelu_rejects_unknown_approximation():
     with pytest.raises(ValueError, match="none or tanh"):
         ag.gelu(ag.tensor([1.0]), approximate="fast")
