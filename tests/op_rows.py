@@ -723,6 +723,9 @@ ROWS: list[OpRow] = [
           node="ConvolutionBackward0", variant="dilation"),
     OpRow("conv2d", cases(((2, 3, 3), (2, 2, 2, 2))), fn=lambda x, w: ag.conv2d(x, w, padding="same"),
           variant="unbatched_same"),
+    OpRow("conv2d", cases(((3, 2, 6, 5), (4, 2, 3, 2), (4,))),  # NOTE [Taps by position]: one group, batch > 1
+          fn=lambda x, w, b: ag.conv2d(x, w, b, stride=(2, 1), padding=(1, 2), dilation=(2, 1)),
+          node="ConvolutionBackward0", variant="taps_by_position"),
     OpRow("conv1d", cases(((2, 2, 5), (3, 2, 2), (3,))), fn=lambda x, w, b: ag.conv1d(x, w, b, stride=2, padding=1),
           node="ConvolutionBackward0"),
     OpRow("conv1d", cases(((1, 4, 6), (4, 2, 2))), fn=lambda x, w: ag.conv1d(x, w, dilation=2, groups=2),

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["Window", "out_size", "window_view", "im2col", "col2im", "pad_hw"]
+__all__ = ["Window", "out_size", "window_view", "im2col", "col2im", "pad_hw", "taps_by_position", "add_taps"]
 
 
 class Window(NamedTuple):
@@ -99,3 +99,43 @@ def col2im(cols: np.ndarray, w: Window) -> np.ndarray:
     if (Hp, Wp) == (H, W):
         return xp
     return xp[:, :, pt: pt + H, pl: pl + W]
+
+
+# NOTE [Taps by position]: a convolution's three products are each one BLAS call when its
+# columns are a matrix (C*kh*kw, Ho*Wo*N), rows ordered (kh, kw, C) and columns (Ho, Wo, N):
+# the weight times it is the output (Cout, Ho*Wo*N), the output gradient times its transpose
+# the weight gradient, the weight's transpose times the output gradient the columns'
+# gradient. ``im2col``'s (N, C*kh*kw, Ho*Wo) layout needs a batched product over N (a BLAS
+# call per image: slow for the small images of a LeNet) or a transposing copy first. Built
+# from the input as (C, H, W, N), each tap's slab is a slice whose rows run Wo*N contiguous
+# elements, so the copies are long (im2col's runs are Wo elements long).
+
+
+def taps_by_position(x: np.ndarray, w: Window) -> np.ndarray:
+    """The receptive fields of ``x`` (N, C, H, W) as a (kh*kw*C, Ho*Wo*N) matrix (NOTE [Taps by position])."""
+    N, C, H, W = x.shape
+    pt, pb, pl, pr = w.pads
+    Hp, Wp = w.padded
+    xp = np.zeros((C, Hp, Wp, N), dtype=x.dtype)
+    xp[:, pt: pt + H, pl: pl + W, :] = x.transpose(1, 2, 3, 0)
+    (kh, kw), (Ho, Wo), (sh, sw), (dh, dw) = w.k, w.out, w.s, w.d
+    cols = np.empty((kh, kw, C, Ho, Wo, N), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[i, j] = xp[:, i * dh: i * dh + sh * (Ho - 1) + 1: sh, j * dw: j * dw + sw * (Wo - 1) + 1: sw, :]
+    return cols.reshape(kh * kw * C, Ho * Wo * N)
+
+
+def add_taps(cols: np.ndarray, w: Window, n: int) -> np.ndarray:
+    """The adjoint of ``taps_by_position``: a (kh*kw*C, Ho*Wo*N) matrix added back into (N, C, H, W)."""
+    (kh, kw), (Ho, Wo), (sh, sw), (dh, dw) = w.k, w.out, w.s, w.d
+    C = cols.shape[0] // (kh * kw)
+    c6 = cols.reshape(kh, kw, C, Ho, Wo, n)
+    Hp, Wp = w.padded
+    xp = np.zeros((C, Hp, Wp, n), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            xp[:, i * dh: i * dh + sh * (Ho - 1) + 1: sh, j * dw: j * dw + sw * (Wo - 1) + 1: sw, :] += c6[i, j]
+    pt, _, pl, _ = w.pads
+    H, W = w.size
+    return np.ascontiguousarray(xp[:, pt: pt + H, pl: pl + W, :].transpose(3, 0, 1, 2))
