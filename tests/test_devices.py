@@ -141,6 +141,12 @@ def test_policy_learns_rates_from_measurements() -> None:
         work = 10_000_000
 
     policy.rates.pop(FakeNode, None)
+    policy.warmed_up.discard(FakeNode)
+    # The first run of a type (a lazy import, first-touch page faults: 200 ms) teaches nothing:
+    # the type keeps the default rate rather than one 20,000x too slow for a dozen passes.
+    policy.observe(FakeNode(), 0.2)  # type: ignore[arg-type]
+    assert FakeNode not in policy.rates
+    assert policy.predict(FakeNode()) == pytest.approx(FakeNode.work * policy.default_rate)  # type: ignore[arg-type]
     # Measured fast (10 us for 1e7 units): predicted below the threshold, stays inline.
     policy.observe(FakeNode(), 1e-5)  # type: ignore[arg-type]
     assert policy.rates[FakeNode] == pytest.approx(1e-12)

@@ -166,6 +166,7 @@ class OffloadPolicy:
     def __init__(self) -> None:
         self.mode = "auto"
         self.rates: dict[type, float] = {}
+        self.warmed_up: set[type] = set()  # node types whose first run was seen (and not learned from)
 
     def engine_min_work(self) -> int:
         """Nodes with less work than this are run inline without asking (the hot loop's test)."""
@@ -195,14 +196,23 @@ class OffloadPolicy:
         return loop_has_work and predicted > self.threshold_s  # parallelism: worth a hand-off
 
     def observe(self, node: "Node", seconds: float) -> None:
-        """Refine the rate of ``node``'s type from one measured run."""
+        """Refine the rate of ``node``'s type from one measured run; a type's first run is not learned from.
+
+        That run pays one-time costs (a lazy import, first-touch page faults) that say
+        nothing of the next ones (NOTE [Offload policy] (c)).
+        """
         work = node.work
         if work <= 0:
             return
         cls = node.__class__
         measured = seconds / work
         old = self.rates.get(cls)
-        self.rates[cls] = measured if old is None else 0.7 * old + 0.3 * measured
+        if old is not None:
+            self.rates[cls] = 0.7 * old + 0.3 * measured
+        elif cls in self.warmed_up:
+            self.rates[cls] = measured
+        else:
+            self.warmed_up.add(cls)
 
 
 # NOTE [Offload policy]: a hand-off to a device thread costs 60-100 us of CPU on the
@@ -225,6 +235,23 @@ class OffloadPolicy:
 # graph (an MLP, most of a transformer's backward) therefore runs inline and pays no
 # hand-off: issue 12 measured 35.8 ms of CPU for a transformer backward with the old
 # rule (offload anything predicted above 200 us) against 20.9 ms inline.
+#
+# (c) Rates: a node type's rate is a moving average of its measured runs, except its
+#     first run, which pays one-time costs (EmbeddingBackward0's first run imported
+#     scipy.sparse: 211 ms for a 40 us kernel). Learned from, that run made every
+#     later one predicted above the slice and offloaded for ~15 passes.
+#
+# What a responsiveness hand-off costs (measured on a 2-core VM, one thread per BLAS
+# call, a 2.6 ms ConvolutionBackward0 in a 5-6 ms conv forward+backward): ~50 us of
+# loop-thread CPU to dispatch, ~80-150 us to sleep in the loop and be woken (a sleep
+# and a cross-CPU wake-up; a no-op round trip costs 30-45), ~80 us of the device
+# thread's outside ``apply``, and 0-150 us more inside it (its inputs are hot in the
+# loop thread's caches): 0.35-0.5 ms of CPU, 6-9% of that step. Not page faults: in
+# that state neither mode faults and neither calls mmap, munmap or madvise per step
+# (strace), and in a process whose big arrays do fault (glibc's dynamic mmap threshold
+# not yet raised by earlier frees) the device thread faults less than the loop thread
+# and ``auto`` costs no more than ``never``. This is the price of keeping the loop free
+# while a kernel longer than a slice runs; a kernel that fits a slice never pays it.
 
 
 policy = OffloadPolicy()
