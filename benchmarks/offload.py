@@ -8,7 +8,9 @@ process CPU time median (all threads: a hand-off to a device thread costs CPU on
 sides) and the ratio to ``never``. Cases:
 
 - mlp: the training step of benchmarks/mlp.py (784-512-512-10, batch 256, Adam);
-- conv: the conv2d forward + backward of benchmarks/conv.py (32x3x32x32, 16 3x3 filters);
+- cnn: the training step of benchmarks/cnn.py (LeNet-like on digits, batch 128, Adam);
+- conv: the conv2d forward + backward of benchmarks/conv.py (32x3x32x32, 16 3x3 filters;
+  one 2.6 ms kernel, over the slice, so ``auto`` pays one hand-off for responsiveness);
 - transformer: a 2-layer character transformer step built from today's ops (d_model 64,
   4 heads, context 64, batch 16, vocabulary 65, causal attention through an additive
   mask, GELU MLP, pre-layer-norm, AdamW), forward + backward + update.
@@ -131,8 +133,23 @@ def transformer_step(quick: bool) -> Callable[[], Awaitable[Any]]:
     return step
 
 
+def cnn_step(quick: bool) -> Callable[[], Awaitable[Any]]:
+    """The cnn benchmark's training step (LeNet-like on digits, Adam), aiograd's copy."""
+    from benchmarks import _training as T
+    from benchmarks import cnn
+
+    trainer = T.Trainer(T.aiograd_engine(), cnn.make_model(cnn.QUICK_BATCH if quick else cnn.BATCH))
+    batches = iter(range(1 << 30))
+
+    async def step() -> None:
+        await trainer._astep(trainer.batches[next(batches) % len(trainer.batches)])
+
+    return step
+
+
 CASES: list[tuple[str, Callable[[bool], Callable[[], Awaitable[Any]]]]] = [
     ("mlp step", mlp_step),
+    ("cnn step", cnn_step),
     ("conv forward+backward", conv_step),
     ("transformer step", transformer_step),
 ]
