@@ -210,23 +210,36 @@ def _uses(formula: str, name: str) -> bool:
     return re.search(rf"\b{name}\b", formula) is not None
 
 
-def _namespace(env: dict[str, Any] | None) -> dict[str, Any]:
+_NP_ATTR = re.compile(r"\bnp\.([A-Za-z_]\w*)")
+
+
+def _compile_apply(src: str, env: dict[str, Any] | None) -> Callable[..., Any]:
+    """The ``apply`` defined by ``src``, compiled with the names a formula may use (NOTE [Formulas]).
+
+    NOTE [Bound numpy names]: each ``np.<name>`` of the source is read once, here, and the
+    code reads it as a global ``np_<name>``: a global load is specialized by the
+    interpreter, where ``np.cos`` goes through numpy's module ``__getattr__`` on every call
+    (~250 callgrind instructions per node of benchmarks/chain.py's sin chain).
+    """
     ns: dict[str, Any] = {
         "np": np, "Tensor": Tensor, "unpack": unpack, "unpack_input": unpack_input, "sole_owner": sole_owner,
         "sum_to": sum_to,
     }
+    for attr in set(_NP_ATTR.findall(src)):
+        ns["np_" + attr] = getattr(np, attr)
     if env:
         ns.update(env)
-    return ns
+    exec(_NP_ATTR.sub(r"np_\1", src), ns)
+    return ns["apply"]  # type: ignore[no-any-return]
 
 
 def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str, Any] | None,
                 module: str) -> type[Node]:
     if saves == "none":
-        ns = _namespace(env)
-        exec(f"def apply(self, grads):\n    g = grads[0]\n    graph = g.__class__ is Tensor\n    return ({rule},)\n", ns)
+        apply = _compile_apply(
+            f"def apply(self, grads):\n    g = grads[0]\n    graph = g.__class__ is Tensor\n    return ({rule},)\n", env)
         return type(node_name, (Node,), {
-            "__slots__": (), "apply": ns["apply"], "__module__": module,
+            "__slots__": (), "apply": apply, "__module__": module,
             "__doc__": f"Backward of {name}: grad_input = {rule}.",
         })
     # A rule "g * factor" may multiply into g itself when only the engine's input list
@@ -264,10 +277,8 @@ def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str,
             f"    return ({rule},)\n"
         )
         fields = {"saved": "Saved"}
-    ns = _namespace(env)
-    exec(src, ns)
     return type(node_name, (Node,), {
-        "__slots__": tuple(fields), "__annotations__": fields, "apply": ns["apply"],
+        "__slots__": tuple(fields), "__annotations__": fields, "apply": _compile_apply(src, env),
         "__module__": module,
         "__doc__": f"Backward of {name}: grad_input = {rule} (v = saved {saves}).",
     })
@@ -296,15 +307,14 @@ def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any
         + branch(1, "gb", db, "b_shape")
         + "    return ga, gb\n"
     )
-    ns = _namespace(env)
-    exec(src, ns)
+    apply = _compile_apply(src, env)
     uses_out = _uses(da, "out") or _uses(db, "out")
     fields = {"a": "SavedInputOperand", "a_version": "int", "b": "SavedInputOperand", "b_version": "int",
               "a_shape": "Shape", "b_shape": "Shape"}
     if uses_out:
         fields["out"] = "Saved"
     return type(node_name, (Node,), {
-        "__slots__": tuple(fields), "__annotations__": fields, "apply": ns["apply"],
+        "__slots__": tuple(fields), "__annotations__": fields, "apply": apply,
         "__module__": module,
         "__doc__": f"Backward of {name}: grad_a = {da}, grad_b = {db}, each summed to its operand's shape.",
     })
