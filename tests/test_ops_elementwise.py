@@ -463,6 +463,16 @@ async def test_unary_gradients_at_nan_match_torch(op, grad):
     assert g2.tolist() == grad
 
 
+async def test_relu_gradient_mask_at_zeros_and_infinities():
+    # the mask is "output != 0" (NOTE [NaN in derivative rules]): the same as torch's
+    # "output <= 0" zeroing, signed zeros and infinities included; it multiplies the gradient
+    x = _t([-0.0, 0.0, _INF, -_INF, 1e-300, -1e-300, _NAN])
+    await ag.relu(x).backward(_t([1.0, _INF, 1.0, 1.0, 2.0, 1.0, 3.0]))
+    got = x.grad.numpy()
+    np.testing.assert_array_equal(got, [0.0, _NAN, 1.0, 0.0, 2.0, 0.0, 3.0])
+    assert not np.signbit(got[[0, 3, 5]]).any()
+
+
 def test_formulas_read_numpy_names_as_bound_globals():
     # NOTE [Bound numpy names]: no module attribute lookup per backward call
     node = ag.sin(_t([1.0], requires_grad=True)).grad_fn

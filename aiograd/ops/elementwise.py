@@ -435,7 +435,8 @@ sqrt = _unary("sqrt", np.sqrt, "g / (v * 2)", saves="output", node="SqrtBackward
 rsqrt = _unary("rsqrt", _rsqrt, "g * (v * v * v * -0.5)", saves="output", node="RsqrtBackward0")
 # NOTE [NaN in derivative rules]: torch's rules at NaN, kept by writing each rule's mask the
 # way torch does: abs uses sign(NaN) = 0 (so 0), relu zeroes where "output <= 0" (so NaN
-# passes the gradient), maximum/minimum and clamp use comparisons, which are false at NaN.
+# passes the gradient; written "output != 0", the same mask since the output is never
+# negative), maximum/minimum and clamp use comparisons, which are false at NaN.
 # Masks multiply the gradient (a select would be 10x slower in numpy), so an infinite
 # incoming gradient meets a 0 mask as NaN where torch's select gives 0.
 abs = _unary("abs", np.abs, "g * sign_any(v)", saves="input", node="AbsBackward0", ufuncs=(np.absolute,),
@@ -450,7 +451,9 @@ tanh = _unary("tanh", np.tanh, "g * (1 - v * v)", saves="output", node="TanhBack
               inplace=True)
 sigmoid = _unary("sigmoid", _stable_sigmoid, "g * (v * (1 - v))", saves="output", node="SigmoidBackward0",
                  inplace=True)
-relu = _unary("relu", _relu, "g * ~(v <= 0)", saves="output", node="ReluBackward0", inplace=True)
+# relu's mask: ~(output <= 0) is output != 0, as the output max(x, 0) is never below 0 (NaN
+# passes both ways): one pass over the output where the negation took a second one.
+relu = _unary("relu", _relu, "g * (v != 0)", saves="output", node="ReluBackward0", inplace=True)
 reciprocal = _unary("reciprocal", np.reciprocal, "g * -(v * v)", saves="output", node="ReciprocalBackward0",
                     ufuncs=(np.reciprocal,), inplace=True)
 
