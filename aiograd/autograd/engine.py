@@ -234,6 +234,7 @@ class GraphTask:
         """Write the staged gradients into ``.grad`` and run post-accumulate-grad hooks."""
         create_graph = self.create_graph
         sink = self.leaf_sink
+        grad_enabled = _gm._grad_enabled.get
         for variable, (g, owned, retained) in self.staged.items():
             owned = owned or _sole_owner(g, 3)
             if retained:
@@ -242,8 +243,11 @@ class GraphTask:
             if sink is not None:
                 sink(variable, g, owned)
                 continue
-            with _gm.set_grad_enabled(create_graph):
+            if grad_enabled() == create_graph:  # the pass's mode, as the driver set it: no switch
                 accumulate_into_grad(variable, g, owned)
+            else:
+                with _gm.set_grad_enabled(create_graph):
+                    accumulate_into_grad(variable, g, owned)
             hooks = variable._post_accumulate_hooks
             if hooks:
                 for hook in list(hooks.values()):
