@@ -745,6 +745,8 @@ ROWS: list[OpRow] = [
           node="EmbeddingBackward0"),
     OpRow("max_pool2d", cases((1, 1, 4, 4), (2, 3, 3)), fn=lambda x: ag.max_pool2d(x, 2, stride=1),
           sample=distinct, node="MaxPool2DWithIndicesBackward0"),
+    OpRow("max_pool2d", cases((2, 3, 4, 6), (3, 5, 4)), fn=lambda x: ag.max_pool2d(x, 2), sample=distinct,
+          node="MaxPool2DWithIndicesBackward0", variant="tiling"),
     OpRow("max_pool2d", cases((1, 2, 5, 5)), fn=lambda x: ag.max_pool2d(x, 3, 2, 1), sample=distinct,
           node="MaxPool2DWithIndicesBackward0", variant="overlapping_padded"),
     OpRow("max_pool2d", cases((1, 1, 5, 5)), fn=lambda x: ag.max_pool2d(x, 2, ceil_mode=True, dilation=(1, 2)),

@@ -462,6 +462,20 @@ def test_max_pool2d_property(q):
     np.testing.assert_allclose(xt.grad.numpy(), ref.reshape(x.shape), rtol=1e-12)
 
 
+def test_tiling_max_pool2d_ties_and_nan_as_torch():
+    # NOTE [Tiling max pool]: a tie sends the gradient to the first maximum; a NaN is the maximum
+    x = np.array([[[[1.0, 1.0, 0.0, 2.0], [1.0, 0.0, 2.0, 2.0], [5.0, 3.0, np.nan, 1.0], [5.0, 5.0, 0.0, np.nan]]]])
+    for data, want_out, want_grad in [
+        (x[..., :2, :], [[1.0, 2.0]], [[1.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0]]),
+        (x, [[1.0, 2.0], [5.0, np.nan]], [[1, 0, 0, 1], [0, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1]]),
+    ]:
+        xt = t64(data)
+        out = F.max_pool2d(xt, 2)
+        np.testing.assert_array_equal(out.detach().numpy()[0, 0], want_out)
+        out.backward_sync(ag.ones_like(out))
+        np.testing.assert_array_equal(xt.grad.numpy()[0, 0], want_grad)
+
+
 def test_max_pool2d_unbatched_and_errors():
     assert F.max_pool2d(ag.randn(3, 4, 4), 2).shape == (3, 2, 2)
     with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):

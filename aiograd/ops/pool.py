@@ -64,16 +64,24 @@ def _padded_for(x: np.ndarray, w: Window, fill: Any) -> np.ndarray:
 
 class _MaxPoolBackward(Node):
     """Each output's gradient goes to the input position of its maximum (``flat``: positions in the
-    flattened input; added up where windows overlap)."""
+    flattened input; added up where windows overlap). A pool of tiling windows keeps only the tap of
+    each maximum instead (``taps``, NOTE [Tiling max pool]) and makes ``flat`` only for a graph-mode pass."""
 
-    __slots__ = ("flat", "in_shape", "overlap", "valid")
-    flat: np.ndarray
+    __slots__ = ("flat", "in_shape", "overlap", "valid", "taps", "kernel")
+    flat: np.ndarray | None
     in_shape: Shape
     overlap: bool
     valid: np.ndarray | None
+    taps: np.ndarray | None
+    kernel: tuple[int, int]
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
+        if self.taps is not None:
+            if g.__class__ is not Tensor:
+                return (_tiling_max_grad(g, self.taps, self.kernel, self.in_shape),)
+            self.flat = _tiling_flat(self.taps, self.kernel, self.in_shape)
+        assert self.flat is not None
         size = int(np.prod(self.in_shape))
         if self.valid is not None:  # windows wholly in the padding send no gradient
             g = g * self.valid
@@ -116,6 +124,58 @@ def _running_max(xp: np.ndarray, w: Window) -> tuple[np.ndarray, np.ndarray]:
     return best, arg
 
 
+# NOTE [Tiling max pool]: the pool of every CNN (kernel == stride, no padding, no dilation)
+# tiles the input with its windows. Its taps are then one contiguous copy of the input,
+# regrouped (tap, plane, Ho, Wo): the maximum is a chain of np.maximum over contiguous slabs,
+# and the tap of the first maximum is counted without a masked copy (the number of leading
+# taps that are not the maximum: a running AND of ``!=``), kept as small ints. The backward
+# writes each tap's share with one strided assignment and no scatter. A NaN in the result
+# sends the pool down the general path (torch takes the last NaN's tap there).
+
+
+def _tiling_max(x3: np.ndarray, kh: int, kw: int, Ho: int, Wo: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(max, tap of the first max) of the (kh, kw) tiles of (B, H, W) ``x3``; None if a max is NaN."""
+    B = x3.shape[0]
+    K = kh * kw
+    tiles = x3[:, :Ho * kh, :Wo * kw].reshape(B, Ho, kh, Wo, kw)
+    taps = np.ascontiguousarray(tiles.transpose(2, 4, 0, 1, 3)).reshape(K, B, Ho, Wo)
+    best = taps[0].copy()
+    for t in range(1, K):
+        np.maximum(best, taps[t], out=best)
+    if best.dtype.kind == "f" and np.isnan(best).any():
+        return None
+    before = np.not_equal(taps[0], best)  # still no maximum among the taps so far
+    arg = before.astype(np.int8 if K <= 127 else np.int32)
+    for t in range(1, K - 1):
+        before &= np.not_equal(taps[t], best)
+        arg += before
+    return best, arg
+
+
+def _tiling_max_grad(g: np.ndarray, arg: np.ndarray, kernel: tuple[int, int], in_shape: Shape) -> np.ndarray:
+    """The input gradient of a tiling max pool: each tap's positions get the outputs it won."""
+    kh, kw = kernel
+    B, Ho, Wo = arg.shape
+    H, W = in_shape[-2:]
+    g3 = g.reshape(B, Ho, Wo)
+    gi = np.zeros((B, H, W), dtype=g.dtype)
+    zero = g.dtype.type(0)
+    for i in range(kh):
+        for j in range(kw):
+            gi[:, i:Ho * kh:kh, j:Wo * kw:kw] = np.where(arg == i * kw + j, g3, zero)
+    return gi.reshape(in_shape)
+
+
+def _tiling_flat(arg: np.ndarray, kernel: tuple[int, int], in_shape: Shape) -> np.ndarray:
+    """Flat input positions of a tiling max pool's maxima (for the graph-mode scatter)."""
+    kh, kw = kernel
+    B, Ho, Wo = arg.shape
+    H, W = in_shape[-2:]
+    rows = np.arange(Ho).reshape(Ho, 1) * kh + arg // kw
+    cols = np.arange(Wo) * kw + arg % kw
+    return (rows * W + cols + (np.arange(B) * (H * W)).reshape(B, 1, 1)).reshape(-1)
+
+
 def _record_max(
     input: Tensor, vals: np.ndarray, rows: np.ndarray, cols: np.ndarray, node_cls: type[_MaxPoolBackward],
     overlap: bool, return_indices: bool,
@@ -133,7 +193,7 @@ def _record_max(
         B = vals.shape[0]
         flat = (safe + (np.arange(B) * (H * W)).reshape((B,) + (1,) * (safe.ndim - 1))).reshape(-1)
         valid = None if ok else np.broadcast_to(inside, vals.shape).reshape(out_shape).astype(xd.dtype)
-        link_one(node_cls(flat, xd.shape, overlap, valid), input, out)
+        link_one(node_cls(flat, xd.shape, overlap, valid, None, (0, 0)), input, out)
     if return_indices:
         return out, Tensor._wrap(np.broadcast_to(indices, vals.shape).reshape(out_shape).astype(np.int64),
                                  input._device)
@@ -177,8 +237,17 @@ def max_pool2d(
             f"({xd.shape[-3]}x{Ho}x{Wo}). Output size is too small"
         )
     w = Window((H, W), (kh, kw), (sh, sw), (dh, dw), (ph, 0, pw, 0), (Ho, Wo))
-    fill = -np.inf if xd.dtype.kind == "f" else np.iinfo(xd.dtype).min
     x3 = xd.reshape((-1, H, W))
+    if ((sh, sw) == (kh, kw) and (ph, pw, dh, dw) == (0, 0, 1, 1) and not return_indices and Ho * kh <= H
+            and Wo * kw <= W):  # NOTE [Tiling max pool]
+        tiled = _tiling_max(x3, kh, kw, Ho, Wo)
+        if tiled is not None:
+            best, taps = tiled
+            out = wrap(best.reshape(xd.shape[:-2] + (Ho, Wo)), input._device)
+            if input._requires_grad and grad_enabled():
+                link_one(MaxPool2DWithIndicesBackward0(None, xd.shape, False, None, taps, (kh, kw)), input, out)
+            return out
+    fill = -np.inf if xd.dtype.kind == "f" else np.iinfo(xd.dtype).min
     vals, arg = _running_max(_padded_for(x3, w, fill), w)
     rows = np.arange(Ho).reshape(Ho, 1) * sh - ph + (arg // kw) * dh
     cols = np.arange(Wo) * sw - pw + (arg % kw) * dw
