@@ -271,6 +271,11 @@ async def main(epochs: int = 15, seed: int = 0, side: int = 3, out_dir: str | Pa
           f"(best epoch {max(accs):.2%}), while {side_count} side backward passes ran on the same loop")
     print(f"event-loop lag during training and side passes ({stats.ticks} ticks of {TICK * 1e3:.0f} ms): "
           f"p50 {stats.p50_ms:.2f} ms, p99 {stats.p99_ms:.2f} ms, max {stats.max_ms:.2f} ms")
+    step_ms = seconds * 1e3 / (epochs * steps_per_epoch)
+    print(f"  ({side + 1} busy tasks take turns on one thread: each side pass yields every "
+          f"{ag.get_time_slice() * 1e3:.0f} ms time slice, the training loop after each {step_ms:.1f} ms step, "
+          f"so the ticker waits for about one turn of each; a blocking backward would hold the loop "
+          f"for its whole pass)")
     trace, picture = write_profile(prof, Path(out_dir))
     print(f"one training step, profiled beside the side passes ({len(prof.events)} node runs):")
     print(f"  Chrome trace:     {trace}  (open it in https://ui.perfetto.dev or chrome://tracing)")
