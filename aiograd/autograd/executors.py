@@ -160,7 +160,7 @@ class OffloadPolicy:
     """
 
     min_work = 16384
-    threshold_s = 200e-6  # below this a hand-off (60-100 us of CPU) costs more than any overlap buys
+    threshold_s = 200e-6  # below this a hand-off costs more CPU than overlap buys (NOTE [Offload policy])
     default_rate = 1e-9  # seconds per unit of work, until measured
 
     def __init__(self) -> None:
@@ -215,10 +215,11 @@ class OffloadPolicy:
             self.warmed_up.add(cls)
 
 
-# NOTE [Offload policy]: a hand-off to a device thread costs 60-100 us of CPU on the
-# two sides (a queue push under a lock, a future, a wake-up, a call_soon_threadsafe
-# back), and while the kernel runs there the loop thread waits unless it has something
-# else to do. So ``auto`` offloads a node only when that buys one of two things:
+# NOTE [Offload policy]: a hand-off to a device thread costs CPU on the two sides (a
+# queue push under a lock, a future, a wake-up, a call_soon_threadsafe back, the loop's
+# sleep and wake-up: 0.35-0.5 ms in all, measured below), and while the kernel runs
+# there the loop thread waits unless it has something else to do. So ``auto``
+# offloads a node only when that buys one of two things:
 #
 # (a) Responsiveness: its predicted time exceeds the engine's time slice. Run inline,
 #     it would block every other coroutine of the loop for longer than a slice; on its
