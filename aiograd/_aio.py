@@ -82,11 +82,6 @@ def in_async_context() -> bool:
     return running_loop_kind() is not None
 
 
-def run_sync(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a coroutine function to completion from synchronous code (no running loop)."""
-    return asyncio.run(fn(*args))
-
-
 def run_without_loop(fn: Callable[..., Any], *args: Any) -> Any:
     """Run the coroutine ``fn(*args)`` to completion on this thread with no event loop.
 

@@ -539,11 +539,14 @@ class Tensor(_TensorMethods):
     ) -> BackwardCall:
         """Compute the gradient of this tensor w.r.t. the graph leaves: ``await loss.backward()``.
 
-        ``progress=True`` shows a tqdm bar of the pass; a callable gets ``(done, total)``.
-        Nothing runs until the result is awaited (NOTE [Forgotten await]).
+        Inside a running event loop nothing runs until the result is awaited
+        (NOTE [Forgotten await]); where no loop runs in this thread (a plain
+        script) the pass completes before this returns, as in torch
+        (NOTE [Sync outside a loop]). ``progress=True`` shows a tqdm bar of the
+        pass; a callable gets ``(done, total)``.
         """
         gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
-        return BackwardCall(
+        return BackwardCall.start(
             _run_backward, (self, gradients, retain_graph, create_graph, inputs), {"progress": progress},
             "loss.backward()",
         )

@@ -174,7 +174,11 @@ class _Stuck(ag.Function):
 def _close_loop_under_pending_backward(loss: ag.Tensor) -> list[str]:
     """Start ``loss``'s backward on a loop, close the loop while the pass waits in ``_Stuck``,
     let the garbage collector finalize the pass; return what reached ``sys.unraisablehook``."""
-    return _close_loop_under_pending(ag.backward(loss))
+
+    async def pass_() -> None:  # made on the loop: outside one, backward() would run at once
+        await ag.backward(loss)
+
+    return _close_loop_under_pending(pass_())
 
 
 def _close_loop_under_pending(coro: Any) -> list[str]:

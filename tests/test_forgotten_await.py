@@ -48,6 +48,28 @@ async def test_a_dropped_backward_warns_and_the_next_step_raises() -> None:
     assert w.tolist() == [1.0, 2.0]
 
 
+async def test_a_forgotten_step_async_is_reported_like_backward() -> None:
+    w, loss, opt = _model()
+    await loss.backward()
+    step = opt.step_async()
+    assert "not awaited: write `await opt.step_async()`" in repr(step)
+    with pytest.raises(RuntimeError, match=r"opt\.step_async\(\) was called without `await`, so no step was taken"):
+        w.grad
+    assert w.tolist() == [1.0, 2.0]  # nothing was applied
+    await step  # awaiting it late still steps
+    assert w.tolist() == pytest.approx([0.7, 1.7]) and w.grad is None
+
+
+async def test_a_dropped_step_async_warns() -> None:
+    w, loss, opt = _model()
+    await loss.backward()
+    with pytest.warns(RuntimeWarning, match=r"never awaited, so no step was taken.*`await opt\.step_async\(\)`"):
+        opt.step_async()
+        gc.collect()
+    with pytest.raises(RuntimeError, match="no step was taken"):
+        opt.step()
+
+
 async def test_zero_grad_raises_after_a_forgotten_await() -> None:
     w, loss, opt = _model()
     call = loss.backward()
@@ -94,15 +116,11 @@ async def test_the_message_quotes_the_call_as_written() -> None:
         w.grad
 
 
-def test_repr_says_what_to_write_until_awaited() -> None:
+async def test_repr_says_what_to_write_until_awaited() -> None:
     w, loss, _ = _model()
     call = loss.backward()
     assert "not awaited: write `await loss.backward()`" in repr(call)
-
-    async def main() -> None:
-        await call
-
-    asyncio.run(main())
+    await call
     assert "not awaited" not in repr(call)
     assert w.grad.tolist() == [3.0, 3.0]
 

@@ -8,10 +8,11 @@ to the engine.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence, Union
 
 import numpy as np
 
+from .._aio import run_without_loop, running_loop_kind
 from . import grad_mode
 from .backward_call import BackwardCall
 from .grad_mode import (
@@ -133,9 +134,11 @@ def backward(
 
     ``progress=True`` shows a tqdm bar of the nodes run out of the nodes the
     pass will run; a callable gets ``(done, total)`` instead (see ``PassMonitor``).
-    Awaitable: nothing runs until the result is awaited (NOTE [Forgotten await]).
+    Awaitable inside a running event loop: nothing runs until the result is
+    awaited (NOTE [Forgotten await]); where no loop runs in this thread the
+    pass completes before this returns (NOTE [Sync outside a loop]).
     """
-    return BackwardCall(
+    return BackwardCall.start(
         run_backward, (tensors, grad_tensors, retain_graph, create_graph, inputs), {"progress": progress},
         "ag.backward(...)",
     )
@@ -176,7 +179,45 @@ async def run_backward(
     await default_engine.execute(edges, grads, retain_graph, create_graph, True, outputs, progress=progress)
 
 
-async def grad(
+class Gradients(tuple):  # type: ignore[type-arg]
+    """The gradients ``ag.grad`` returns where no event loop runs: a tuple, as torch's, that
+    may still be awaited (it gives itself), so code written for a loop runs too
+    (NOTE [Sync outside a loop])."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, "Gradients"]:
+        return self
+        yield  # pragma: no cover - makes this a generator that returns at once
+
+
+def grad(
+    outputs: TensorOrTensors,
+    inputs: TensorOrTensors,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+    *,
+    progress: bool | Callable[[int, int], Any] | None = None,
+) -> Any:
+    """The gradients of ``outputs`` w.r.t. ``inputs``, without touching ``.grad`` (torch.autograd.grad).
+
+    Inside a running event loop this returns a coroutine: ``gx, = await ag.grad(y, [x])``.
+    Where no loop runs in this thread, the pass completes first and the tuple of
+    gradients is returned, as in torch (NOTE [Sync outside a loop]). ``progress``:
+    as for :func:`backward`.
+    """
+    args = (outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, is_grads_batched,
+            materialize_grads)
+    if running_loop_kind() is None:
+        return Gradients(run_without_loop(lambda: run_grad(*args, progress=progress)))
+    return run_grad(*args, progress=progress)
+
+
+async def run_grad(
     outputs: TensorOrTensors,
     inputs: TensorOrTensors,
     grad_outputs: Any = None,
@@ -188,10 +229,7 @@ async def grad(
     *,
     progress: bool | Callable[[int, int], Any] | None = None,
 ) -> tuple["Tensor | None", ...]:
-    """The gradients of ``outputs`` w.r.t. ``inputs``, without touching ``.grad`` (torch.autograd.grad).
-
-    ``progress``: as for :func:`backward`.
-    """
+    """The pass behind ``grad()`` and ``grad_sync()``."""
     from ..tensor import Tensor
     from .engine import default_engine
 
@@ -240,8 +278,6 @@ async def grad(
 
 
 def _refuse_in_loop(name: str) -> None:
-    from .._aio import running_loop_kind
-
     if running_loop_kind() is not None:
         raise RuntimeError(
             f"{name}() cannot run inside a running event loop (it would block it); "
@@ -254,15 +290,11 @@ def backward_sync(*args: Any, **kwargs: Any) -> None:
 
     The pass runs on the calling thread without starting an event loop
     (NOTE [Loop-free passes] in _aio.py)."""
-    from .._aio import run_without_loop
-
     _refuse_in_loop("backward_sync")
     run_without_loop(lambda: run_backward(*args, **kwargs))
 
 
 def grad_sync(*args: Any, **kwargs: Any) -> tuple["Tensor | None", ...]:
     """Blocking ``grad`` for code outside an event loop (no event loop is started either)."""
-    from .._aio import run_without_loop
-
     _refuse_in_loop("grad_sync")
-    return run_without_loop(lambda: grad(*args, **kwargs))  # type: ignore[no-any-return]
+    return run_without_loop(lambda: run_grad(*args, **kwargs))  # type: ignore[no-any-return]

@@ -14,6 +14,18 @@ pass only when it is awaited or handed to a task. Until then:
   ``optimizer.step()`` or ``zero_grad()`` in that task raises a RuntimeError
   naming the line and showing how to write it (``check_backward_awaited``).
 
+NOTE [Sync outside a loop]: where no event loop runs in the calling thread (a
+plain script, a worker thread, a synchronous test), nothing could ever await the
+call, so ``BackwardCall.start`` runs the pass to completion on the spot with the
+loop-free driver of ``backward_sync`` (NOTE [Loop-free passes] in _aio.py), as
+torch's ``backward()`` does, and returns a finished call: awaiting it later (say
+``asyncio.run(loss.backward())``) does nothing more. An error of the pass is
+raised at the call. Inside a running loop nothing changes. ``ag.grad``,
+``gradcheck`` and ``gradgradcheck`` follow the same rule with their results.
+
+``optimizer.step_async()`` returns the same kind of call (``StepCall``), so a
+forgotten ``await`` there is reported the same way: "no step was taken".
+
 A call counts as settled once started (awaited, or run by a task: the task may
 have copied the context, so the record is a shared object that the call marks,
 never a contextvar value it resets), or closed before starting (a cancelled
@@ -32,21 +44,49 @@ import warnings
 from types import CodeType
 from typing import Any, Callable, Coroutine, Generator
 
-__all__ = ["BackwardCall", "check_backward_awaited"]
+from .._aio import run_without_loop, running_loop_kind
+
+__all__ = ["BackwardCall", "StepCall", "check_backward_awaited"]
+
+
+class _CallKind:
+    """What kind of call a record is about, for its messages: the method's name, its blocking
+    form where no loop runs, and what is lost when the call never runs."""
+
+    __slots__ = ("method", "blocking", "lost", "what")
+
+    def __init__(self, method: str, blocking: str, lost: str, what: str) -> None:
+        self.method = method  # "backward"
+        self.blocking = blocking  # "backward_sync": the same receiver and arguments
+        self.lost = lost  # "no gradient was computed"
+        self.what = what  # "backward() is a coroutine in aiograd"
+
+
+_BACKWARD = _CallKind(
+    "backward", "backward_sync", "no gradient was computed",
+    "backward() returns an awaitable inside a running event loop",
+)
+_STEP = _CallKind(
+    "step_async", "step", "no step was taken", "step_async() (step() then zero_grad(), off the loop) is a coroutine"
+)
 
 
 class _CallRecord:
     """What the checks need to know about one call (it keeps no tensor alive)."""
 
-    __slots__ = ("settled", "started", "prev", "written", "code", "lineno")
+    __slots__ = ("settled", "started", "prev", "written", "code", "lineno", "kind", "finished_without_loop")
 
-    def __init__(self, prev: "_CallRecord | None", written: str, code: CodeType | None, lineno: int) -> None:
+    def __init__(
+        self, prev: "_CallRecord | None", written: str, code: CodeType | None, lineno: int, kind: _CallKind
+    ) -> None:
         self.settled = False  # started, or reported as forgotten: nothing more to say about it
         self.started = False
         self.prev = prev  # the calls of this context not settled when this one was made
         self.written = written  # how the call is written, e.g. "loss.backward()"
         self.code = code
         self.lineno = lineno
+        self.kind = kind
+        self.finished_without_loop = False  # NOTE [Sync outside a loop]
 
     def source_line(self) -> str:
         if self.code is None:
@@ -56,6 +96,7 @@ class _CallRecord:
     def call_text(self) -> tuple[str, str]:
         """The call as the user wrote it, and its blocking form (``loss2.backward()``,
         ``loss2.backward_sync()``); the generic form when the source is not at hand."""
+        method, blocking = self.kind.method, self.kind.blocking
         try:
             tree = ast.parse(self.source_line())
         except SyntaxError:  # part of a statement that spans lines
@@ -63,22 +104,22 @@ class _CallRecord:
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.Call):
                 f = node.func
-                if isinstance(f, ast.Attribute) and f.attr == "backward":
+                if isinstance(f, ast.Attribute) and f.attr == method:
                     written = ast.unparse(node)
-                    f.attr = "backward_sync"
+                    f.attr = blocking
                     return written, ast.unparse(node)
-                if isinstance(f, ast.Name) and f.id == "backward":
+                if isinstance(f, ast.Name) and f.id == method:
                     written = ast.unparse(node)
-                    f.id = "backward_sync"
+                    f.id = blocking
                     return written, ast.unparse(node)
-        return self.written, self.written.replace("backward(", "backward_sync(")
+        return self.written, self.written.replace(f"{method}(", f"{blocking}(")
 
     def message(self, what: str) -> str:
         written, blocking = self.call_text()
         where = f'File "{self.code.co_filename}", line {self.lineno}' if self.code is not None else ""
         return (
-            f"{written} {what}, so no gradient was computed" + (f" ({where})" if where else "")
-            + f". backward() is a coroutine in aiograd: write `await {written}`, "
+            f"{written} {what}, so {self.kind.lost}" + (f" ({where})" if where else "")
+            + f". {self.kind.what}: write `await {written}`, "
             f"or call {blocking} where no event loop runs."
         )
 
@@ -91,10 +132,54 @@ _is_finalizing = sys.is_finalizing
 pending = _unsettled.get  # read by the checks' fast path: None while nothing may be forgotten
 
 
+class _Finished:
+    """Stands in for the coroutine of a call that already ran (NOTE [Sync outside a loop]):
+    awaiting it returns at once, as a coroutine that has returned would not."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]
+
+    def send(self, value: Any) -> Any:
+        raise StopIteration
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        raise typ if val is None else val
+
+    def close(self) -> None:
+        pass
+
+
+_FINISHED: Any = _Finished()
+
+
 class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
-    """The result of ``backward()``: the pass runs when this is awaited (NOTE [Forgotten await])."""
+    """The result of ``backward()``: the pass runs when this is awaited (NOTE [Forgotten await]),
+    or has already run where no event loop runs (NOTE [Sync outside a loop])."""
 
     __slots__ = ("_fn", "_args", "_kwargs", "_coro", "_record")
+    _kind = _BACKWARD
+
+    @classmethod
+    def start(
+        cls,
+        fn: Callable[..., Coroutine[Any, Any, None]],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        written: str,
+    ) -> "BackwardCall":
+        """``fn(*args, **kwargs)`` run now when no event loop runs in this thread, else deferred
+        until awaited (NOTE [Sync outside a loop]); the user's call is the caller's caller."""
+        if running_loop_kind() is None:
+            run_without_loop(lambda: fn(*args, **kwargs))
+            call = cls.__new__(cls)
+            call._fn = call._args = call._kwargs = None
+            call._coro = _FINISHED
+            call._record = record = _CallRecord(None, written, None, 0, cls._kind)
+            record.settled = record.started = record.finished_without_loop = True
+            return call
+        return cls(fn, args, kwargs, written, depth=3)
 
     def __init__(
         self,
@@ -114,7 +199,7 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
             code, lineno = frame.f_code, frame.f_lineno
         except ValueError:  # pragma: no cover - called from the outermost frame
             code, lineno = None, 0
-        self._record = _CallRecord(prev, written, code, lineno)
+        self._record = _CallRecord(prev, written, code, lineno, self._kind)
         self._fn: Callable[..., Coroutine[Any, Any, None]] | None = fn
         self._args: tuple[Any, ...] | None = args
         self._kwargs: dict[str, Any] | None = kwargs
@@ -147,6 +232,8 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
 
     def __repr__(self) -> str:
         record = self._record
+        if record.finished_without_loop:
+            return f"<aiograd {record.written}: completed (no event loop was running)>"
         written, blocking = record.call_text()
         if record.started:
             return f"<aiograd {written}: awaited>"
@@ -164,6 +251,14 @@ class BackwardCall(collections.abc.Coroutine[Any, Any, None]):
             record.lineno,
             registry=_warned,  # once per line, as Python's own "never awaited" warning
         )
+
+
+class StepCall(BackwardCall):
+    """The result of ``optimizer.step_async()``: the step runs when this is awaited, and a
+    forgotten ``await`` is reported as ``backward()``'s is (NOTE [Forgotten await])."""
+
+    __slots__ = ()
+    _kind = _STEP
 
 
 def check_backward_awaited() -> None:

@@ -131,7 +131,7 @@ async def _autograd_grad(
     retain_graph: bool | None = None,
 ) -> tuple[Tensor | None, ...]:
     """``grad`` over the outputs that require grad; all None when none does."""
-    from . import grad
+    from . import run_grad as grad
 
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)

@@ -1,6 +1,7 @@
 """Gradient checking: numeric Jacobians by central differences against the analytic ones.
 
-``await gradcheck(func, inputs)`` follows ``torch.autograd.gradcheck``:
+``await gradcheck(func, inputs)`` (or ``gradcheck(func, inputs)`` where no event
+loop runs) follows ``torch.autograd.gradcheck``:
 
 * the numeric Jacobian of every (output, input) pair is built column by
   column: each element of each input that requires grad is moved by ``±eps``
@@ -30,11 +31,14 @@ require grad must be float64 (torch warns; aiograd refuses).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Coroutine, Sequence
 
 import numpy as np
 
+from .._aio import run_without_loop, running_loop_kind
 from ..tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -158,7 +162,7 @@ async def _analytic_jacobian(
     outputs: tuple[Tensor, ...], inputs: tuple[Any, ...], diff_idx: list[int]
 ) -> tuple[list[list[np.ndarray]], list[str]]:
     """``J[k][j]`` computed row by row with one ``grad`` call per output element, plus problems found."""
-    from . import grad
+    from . import run_grad as grad
 
     diff_inputs = [inputs[i] for i in diff_idx]
     jac = [[np.zeros((inputs[i]._data.size, o._data.size)) for o in outputs] for i in diff_idx]
@@ -199,6 +203,24 @@ def _close(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> bool:
 # ----- gradcheck -------------------------------------------------------------------------
 
 
+def _completes_outside_a_loop(check: Callable[..., Coroutine[Any, Any, bool]]) -> Callable[..., Any]:
+    """``check`` as a coroutine inside a running event loop, run to its bool where no loop runs
+    (NOTE [Sync outside a loop]): with the loop-free driver, or on a loop of its own
+    (``asyncio.run``) when ``func`` is a coroutine function, which may suspend."""
+
+    @functools.wraps(check)
+    def run(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        coro = check(func, *args, **kwargs)
+        if running_loop_kind() is not None:
+            return coro
+        if inspect.iscoroutinefunction(func):
+            return asyncio.run(coro)
+        return run_without_loop(lambda: coro)
+
+    return run
+
+
+@_completes_outside_a_loop
 async def gradcheck(
     func: Callable[..., Any],
     inputs: Any,
@@ -217,6 +239,8 @@ async def gradcheck(
     or a tuple of Tensors. Inputs that do not require grad are passed
     through unchecked; those that do must be float64 leaves. Returns True,
     or raises ``GradcheckError`` (returns False with ``raise_exception=False``).
+    Inside a running event loop the result is awaited (``assert await
+    ag.gradcheck(f, (x,))``); where none runs the bool is returned at once.
     """
     inputs = _as_tuple(inputs)
     diff_idx = _diff_inputs(inputs)
@@ -278,7 +302,7 @@ async def _fast_gradcheck(
     raise_exception: bool,
 ) -> bool:
     """torch's fast mode: compare ``u^T J v`` for random unit-norm ``u``, ``v``, per (output, input) pair."""
-    from . import grad
+    from . import run_grad as grad
 
     rng = np.random.default_rng(0)
     us = []
@@ -327,6 +351,7 @@ async def _fast_gradcheck(
 # ----- gradgradcheck -------------------------------------------------------------------
 
 
+@_completes_outside_a_loop
 async def gradgradcheck(
     func: Callable[..., Any],
     inputs: Any,
@@ -346,7 +371,7 @@ async def gradgradcheck(
     Without ``grad_outputs``, random ones in [-1, 1) are drawn (float64,
     requiring grad; non-contiguous with ``gen_non_contig_grad_outputs``).
     """
-    from . import grad
+    from . import run_grad as grad
 
     inputs = _as_tuple(inputs)
     diff_idx = _diff_inputs(inputs)
@@ -381,7 +406,8 @@ async def gradgradcheck(
         gs = await grad(outs, diff, gouts, create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
-    return await gradcheck(
+    the_check = gradcheck.__wrapped__  # type: ignore[attr-defined]  # the coroutine: this check already runs
+    return await the_check(
         new_func, inputs + tupled_grad_outputs, eps=eps, atol=atol, rtol=rtol,
         raise_exception=raise_exception, nondet_tol=nondet_tol, fast_mode=fast_mode,
     )

@@ -29,7 +29,7 @@ from typing import Any, Awaitable, Callable, Iterable
 import numpy as np
 
 from ..autograd import executors
-from ..autograd.backward_call import check_backward_awaited
+from ..autograd.backward_call import StepCall, check_backward_awaited
 from ..autograd.backward_call import pending as _backward_pending
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle, VersionCounter, accumulate_into_grad, grad_lock
@@ -290,12 +290,17 @@ class Optimizer:
     #   nothing and gives its gradients back to ``.grad``; a step that has
     #   started when its caller is cancelled is applied in full before the
     #   cancellation is raised (NOTE [Offload and cancellation]).
-    async def step_async(self) -> None:
+    def step_async(self) -> StepCall:
         """``step()`` then ``zero_grad()``, off the event loop and copy-on-write (NOTE [Step off the loop]).
 
         Safe while other tasks run passes over the same parameters: their passes
         keep the values they saw, and every gradient is applied by exactly one step.
+        Nothing happens until the result is awaited, ``await opt.step_async()``; a
+        forgotten ``await`` is reported as ``backward()``'s is (NOTE [Forgotten await]).
         """
+        return StepCall(self._step_async, (), {}, "opt.step_async()")
+
+    async def _step_async(self) -> None:
         grads = self._take_grads()
         if not grads:
             return
