@@ -540,6 +540,29 @@ def test_torch_names_in_ag_namespace():
         assert callable(getattr(ag, name))
 
 
+NAN_ROW = [float("nan"), -1.0, 0.5, 2.0, 7.0]
+
+
+@pytest.mark.parametrize(
+    "fn, grad",
+    [  # torch 2.13's gradients at NAN_ROW: a NaN input passes the incoming gradient through
+        (F.elu, [1.0, 0.36787944117144233, 1.0, 1.0, 1.0]),
+        (F.selu, [1.0507009873554805, 0.646768603034814] + [1.0507009873554805] * 3),
+        (F.celu, [1.0, 0.36787944117144233, 1.0, 1.0, 1.0]),
+        (F.hardtanh, [1.0, 0.0, 1.0, 0.0, 0.0]),
+        (F.relu6, [1.0, 0.0, 1.0, 1.0, 0.0]),
+        (lambda a: F.threshold(a, 0.1, 20.0), [1.0, 0.0, 1.0, 1.0, 1.0]),
+    ],
+    ids=["elu", "selu", "celu", "hardtanh", "relu6", "threshold"],
+)
+def test_piecewise_activations_pass_the_gradient_at_nan_as_torch(fn, grad):
+    x = t64(NAN_ROW)
+    y = fn(x)
+    assert np.isnan(y.detach().numpy()[0])  # threshold keeps NaN too (it does not become `value`)
+    (g,) = ag.grad(y.sum(), [x])
+    np.testing.assert_allclose(g.numpy(), grad, rtol=1e-12)
+
+
 def test_gelu_and_softplus_via_functional():
     from math import erf, log1p, exp, sqrt
 

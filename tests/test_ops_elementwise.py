@@ -633,3 +633,17 @@ def test_in_place_variants_and_aliases():
     with pytest.raises(RuntimeError, match="can't be cast"):
         ag.tensor([1, 2]).expm1_()
     assert ag.arccosh is ag.acosh and hasattr(ag.Tensor, "arctanh_")
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "true_divide", "floor_divide"])
+def test_a_number_as_input_gives_a_0d_tensor_as_torch(op: str) -> None:
+    """torch wraps a number given as ``input`` in a 0-d tensor of its own dtype (float: the default)."""
+    fn = getattr(ag, op)
+    out = fn(-4.8, -7.5)
+    assert isinstance(out, ag.Tensor) and out.shape == () and out.dtype == ag.float32
+    expected = {"add": -12.3, "sub": 2.7, "mul": 36.0, "div": 0.64, "true_divide": 0.64, "floor_divide": 0.0}
+    np.testing.assert_allclose(out.item(), expected[op], rtol=1e-6)
+    ints = fn(7, 2)
+    assert ints.dtype == (ag.float32 if op in ("div", "true_divide") else ag.int64)
+    with pytest.raises(TypeError, match=rf"{op if op != 'true_divide' else 'div'}\(\): argument 'input' \(position 1\) must be Tensor, not str"):
+        fn("x", 2)

@@ -54,6 +54,17 @@ def test_xlogy_at_zero_as_torch() -> None:
     np.testing.assert_array_equal(gn.numpy(), [0.0, NAN, 0.0, NAN])
 
 
+def test_xlogy_gradient_at_zero_with_a_positive_other_is_log_other() -> None:
+    """torch's rule: d/dx is 0 only where x == 0 and y <= 0; at x == 0 with y > 0 it is log(y)."""
+    x = t64([0.0, 0.0, 0.0, 1.0, 0.0])
+    y = t64([2.0, 0.5, 0.0, 3.0, NAN])
+    gx, gy = ag.grad(ag.xlogy(x, y).sum(), [x, y])
+    np.testing.assert_allclose(gx.numpy(), [np.log(2.0), np.log(0.5), 0.0, np.log(3.0), NAN])
+    np.testing.assert_array_equal(gy.numpy()[:3], [0.0, 0.0, NAN])
+    x2, y2 = t64([0.0, 0.5, 1.5]), t64([0.7, 2.0, 1.1])
+    assert ag.gradgradcheck(ag.xlogy, (x2, y2))
+
+
 def test_logit_gradient_outside_its_domain() -> None:
     x = t64([0.0, 1.0, -0.5, 1.5, 0.3, -0.0])
     (g,) = ag.grad_sync(ag.logit(x).sum(), [x])

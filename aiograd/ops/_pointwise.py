@@ -37,8 +37,16 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 
 from ..autograd.graph import Node, edge_to, link, link_one, save_output, sole_owner, sum_to, unpack, unpack_input
-from ..tensor import Tensor, get_default_dtype, new_tensor
-from ._common import as_tensor_operand, broadcast_shapes, common_device, grad_enabled, operand_error, torch_dtype_name
+from ..tensor import Tensor, get_default_dtype, new_tensor, tensor
+from ._common import (
+    _NUMBERS,
+    as_tensor_operand,
+    broadcast_shapes,
+    common_device,
+    grad_enabled,
+    operand_error,
+    torch_dtype_name,
+)
 from ._table import OpDef, OpTable
 
 if TYPE_CHECKING:
@@ -163,7 +171,9 @@ def prep_operands(a: Any, b: Any, op: str, second: str = "other") -> tuple[Any, 
     data, b's data, device), Tensors or Python numbers."""
     like = a if isinstance(a, Tensor) else b
     if not isinstance(like, Tensor):
-        raise operand_error(op, "input", 1, a)
+        if not isinstance(a, _NUMBERS):
+            raise operand_error(op, "input", 1, a)
+        a = like = tensor(a)  # a number as ``input``: a 0-d tensor of its own dtype, as torch's
     if a.__class__ is not Tensor:
         a = as_tensor_operand(a, like, op, "input", 1)
     if b.__class__ is not Tensor:

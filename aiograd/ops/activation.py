@@ -137,7 +137,8 @@ def logsigmoid(input: Tensor) -> Tensor:
 
 
 class EluBackward0(Node):
-    """``g * scale`` where ``x > 0``, else ``g * scale * alpha * input_scale * exp(x * input_scale)``."""
+    """``g * scale * alpha * input_scale * exp(x * input_scale)`` where ``x <= 0``, else ``g * scale``:
+    torch's condition, so a NaN input passes ``g * scale`` through (NOTE [NaN in piecewise rules])."""
 
     __slots__ = ("x", "alpha", "scale", "input_scale")
     x: Saved
@@ -148,9 +149,9 @@ class EluBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         x = unpack(self, self.x, g.__class__ is Tensor)
-        pos = _values(x) > 0
-        neg = np.exp(np.where(pos, 0.0, x) * self.input_scale) * (self.scale * self.alpha * self.input_scale)
-        return (g * np.where(pos, self.scale, neg),)
+        neg_side = _values(x) <= 0
+        neg = np.exp(np.where(neg_side, x, 0.0) * self.input_scale) * (self.scale * self.alpha * self.input_scale)
+        return (g * np.where(neg_side, neg, self.scale),)
 
 
 class CeluBackward0(EluBackward0):
@@ -255,7 +256,11 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tens
     res = np.clip(xd, min_val, max_val)
     if xd.dtype.kind != "f":  # torch keeps an integer input's dtype (no gradient there)
         return wrap(res.astype(xd.dtype), input._device)
-    return _masked(input, res, (xd > min_val) & (xd < max_val), HardtanhBackward0)
+    # NOTE [NaN in piecewise rules]: torch's rules test the side where the gradient is cut
+    # (x <= min_val or x >= max_val, x <= threshold, elu's x <= 0); a comparison with NaN is
+    # false, so at a NaN input the incoming gradient passes through. The masks here are
+    # written as the negation of that test, never as the test for the other side.
+    return _masked(input, res, ~((xd <= min_val) | (xd >= max_val)), HardtanhBackward0)
 
 
 @ACTIVATION.op(nodes=(HardsigmoidBackward0,), method=False, export=False)
@@ -268,13 +273,13 @@ def hardsigmoid(input: Tensor) -> Tensor:
 
 @ACTIVATION.op(nodes=(ThresholdBackward0,))
 def threshold(input: Tensor, threshold: float, value: float) -> Tensor:
-    """``x`` where ``x > threshold``, else ``value``."""
+    """``value`` where ``x <= threshold``, else ``x`` (a NaN stays NaN, as in torch)."""
     xd = input._data
-    keep = xd > threshold
-    res = np.where(keep, xd, value)
+    replaced = xd <= threshold  # NOTE [NaN in piecewise rules]
+    res = np.where(replaced, value, xd)
     if xd.dtype.kind != "f":
         return wrap(res.astype(xd.dtype), input._device)
-    return _masked(input, res, keep, ThresholdBackward0)
+    return _masked(input, res, ~replaced, ThresholdBackward0)
 
 
 @ACTIVATION.op(nodes=(HardshrinkBackward0,))

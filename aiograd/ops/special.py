@@ -222,8 +222,10 @@ def _xlogy_number_grad(g: Any, a: Any, b: float) -> Any:
 
 
 _XLOGY = {"xlogy_any": _xlogy_any, "number_grad": _xlogy_number_grad}
+# d/dx xlogy(x, y) is log(y), except 0 where x == 0 and y <= 0 (torch's rule, where x log y is 0
+# whatever y): so at x == 0 with y > 0 it is g * log(y), not 0.
 _xlogy_tensors, XlogyBackward0 = make_binary(
-    "xlogy", _xlogy_kernel, da="g * xlogy_any(a != 0, b)", db="g * a / b", node="XlogyBackward0",
+    "xlogy", _xlogy_kernel, da="g * xlogy_any((a != 0) | (b > 0), b)", db="g * a / b", node="XlogyBackward0",
     integers="float", env=_XLOGY, module=SPECIAL.module,
 )
 _xlogy_number_self, XlogyBackward1 = make_binary(
