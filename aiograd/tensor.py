@@ -454,6 +454,28 @@ class Tensor(_TensorMethods):
         """A copy of ``data`` as a tensor with this tensor's dtype and device unless given."""
         return self._new(_to_array(data, dtype or self.dtype, copy=True), device, requires_grad)
 
+    # NOTE [Pickled tensors]: as torch 2.13, a pickled tensor keeps its values, dtype, device and
+    # requires_grad, and drops ``.grad`` and the graph: a non-leaf comes back as a leaf that
+    # requires grad. ``copy.deepcopy`` copies ``.grad`` too, and refuses a non-leaf (torch's
+    # message), since copying the graph behind it is never what a user means.
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return (_rebuild_tensor, (self._data, self._device, self._requires_grad))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Tensor":
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                "at the moment."
+            )
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        t = type(self)._wrap(self._data.copy(), self._device)
+        t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
     def __repr__(self) -> str:
         body = np.array2string(self._data, separator=", ", prefix="tensor(")
         extras = []
@@ -565,6 +587,13 @@ class Tensor(_TensorMethods):
 
         gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
         _backward_sync(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress)
+
+
+def _rebuild_tensor(data: np.ndarray, device: Device, requires_grad: bool) -> Tensor:
+    """Unpickle a tensor (NOTE [Pickled tensors])."""
+    t = Tensor._wrap(data, device)
+    t._requires_grad = requires_grad
+    return t
 
 
 def _init_tensor(t: Tensor, data: np.ndarray, device: Device) -> None:

@@ -85,6 +85,16 @@ async def test_a_pass_recorded_before_the_step_still_runs_on_the_old_values() ->
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-12)
 
 
+async def test_a_plain_step_under_a_pass_in_flight_fails_and_points_at_step_async() -> None:
+    model = _model(2)
+    opt = optim.SGD(model.parameters(), lr=0.5)
+    first, late = _loss(model, 0), _loss(model, 1)  # another task's pass, recorded before the step
+    await first.backward()
+    opt.step()
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation.*`await opt\.step_async\(\)`"):
+        await late.backward()
+
+
 async def test_the_copy_keeps_the_parameters_dtype_and_takes_the_gradients_layout() -> None:
     w = ag.tensor(np.ones((3, 2), dtype=np.float32), requires_grad=True)
     opt = optim.Adam([w], lr=0.1)

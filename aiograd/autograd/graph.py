@@ -730,12 +730,22 @@ def save_output(t: "Tensor") -> SavedTensor:
     return (t._data, vc, vc.value, None, t._output_nr, None, t._device, True)
 
 
-def _modified(node: Node, arr: np.ndarray, now: int, saved: int) -> RuntimeError:
+def _modified(node: Node, arr: np.ndarray, now: int, saved: int, leaf: bool) -> RuntimeError:
+    """torch's in-place error. A leaf that requires grad can only have been changed under no_grad,
+    which is what an optimizer's ``step()`` does: then the hint points at ``step_async``, which
+    never writes an array that a pass in flight saved (NOTE [Step off the loop])."""
+    if leaf:
+        hint = (
+            "Hint: it is a leaf that requires grad, changed in place under no_grad after the forward op "
+            "(an optimizer's step()?). Where other tasks or threads run passes over the same parameters, "
+            "update them with `await opt.step_async()`, which never changes what a pass in flight saved."
+        )
+    else:
+        hint = "Hint: the operation that modified it ran after the forward op; make a copy (clone()) before changing it."
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [{arr.dtype} {list(arr.shape)}], which is saved by {node.name()}, is at "
-        f"version {now}; expected version {saved} instead. Hint: the operation that "
-        "modified it ran after the forward op; make a copy (clone()) before changing it."
+        f"version {now}; expected version {saved} instead. {hint}"
     )
 
 
@@ -745,7 +755,7 @@ def unpack(node: Node, saved: Any, graph: bool) -> Any:
         raise RuntimeError(_FREED)
     arr, vc, version, fn, out_nr, leaf, device, is_output = saved
     if vc.value != version:
-        raise _modified(node, arr, vc.value, version)
+        raise _modified(node, arr, vc.value, version, leaf is not None)
     if not graph:
         return arr
     if leaf is not None:
@@ -785,7 +795,7 @@ def unpack_input(node: Node, x: Any, version: int, graph: bool) -> Any:
         raise RuntimeError(_FREED)
     vc = x._vc
     if vc is not None and vc.value != version:
-        raise _modified(node, x._data, vc.value, version)
+        raise _modified(node, x._data, vc.value, version, x.grad_fn is None and x._requires_grad)
     return x if graph else x._data
 
 
