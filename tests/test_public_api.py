@@ -95,13 +95,17 @@ def test_functional_and_submodules() -> None:
     assert [n for n in OPTIM if not hasattr(ag.optim, n)] == []
 
 
-def test_awaitable_entry_points() -> None:
-    # backward() returns a coroutine object that notices a forgotten await (NOTE [Forgotten await])
+async def test_awaitable_entry_points() -> None:
+    # inside a running loop, backward() returns a coroutine object that notices a forgotten
+    # await (NOTE [Forgotten await]); grad and the gradient checks return coroutines
     loss = (ag.tensor([1.0], requires_grad=True) * 2).sum()
     for call in (ag.backward(loss), loss.backward()):
         assert isinstance(call, collections.abc.Coroutine) and asyncio.iscoroutine(call)
         call.close()
-    assert inspect.iscoroutinefunction(ag.grad)
+    x = ag.tensor([1.0], dtype=ag.float64, requires_grad=True)
+    for coro in (ag.grad(x * 2, x), ag.gradcheck(ag.sin, (x,)), ag.gradgradcheck(ag.sin, (x,))):
+        assert inspect.iscoroutine(coro)
+        coro.close()
     assert not inspect.iscoroutinefunction(ag.backward_sync)
     assert not inspect.iscoroutinefunction(ag.Tensor.backward_sync)
 
