@@ -187,6 +187,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # install predates the entry point (or runs with plugin autoload off) gets it here.
     if not config.pluginmanager.is_registered(_aiograd_pytest_plugin):
         config.pluginmanager.register(_aiograd_pytest_plugin, "aiograd")
+    config.addinivalue_line(
+        "markers",
+        "no_blocking(max_ms=200): this suite's name for aiograd_no_blocking (aiograd's pytest plugin): "
+        "fail the test if the event loop is blocked longer than max_ms",
+    )
 
 
 def _alias_no_blocking(collector: pytest.Module | pytest.Class, obj: object) -> None:

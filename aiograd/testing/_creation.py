@@ -108,13 +108,13 @@ def make_tensor(
     rng = default_generator.numpy_generator
     if d.kind == "b":
         lo, hi = _interval(d, low, high, 0, 2, 0, 2)
-        arr = rng.integers(lo, hi, size=dims).astype(d)
+        arr = rng.integers(int(lo), int(hi), size=dims).astype(d)
     elif d.kind in "iu":
         info = np.iinfo(d)
         # int64's highest value itself is excluded (the bound would not fit in an int64)
         highest = int(info.max) + (1 if d != np.int64 else 0)
         lo, hi = _interval(d, low, high, int(info.min), highest, -9, 10)
-        arr = rng.integers(lo, hi, size=dims, dtype=np.int64 if d != np.uint64 else np.uint64).astype(d)
+        arr = rng.integers(int(lo), int(hi), size=dims, dtype=np.uint64 if d == np.uint64 else np.int64).astype(d)
     else:
         real = np.dtype(d.char.lower()) if d.kind == "c" else d
         finfo = np.finfo(real)
