@@ -12,6 +12,7 @@ from __future__ import annotations
 import cmath
 import collections.abc
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Union
 
 import numpy as np
@@ -133,27 +134,46 @@ def _scalar_mismatch(actual: Any, expected: Any, rtol: float, atol: float) -> st
 # in torch: convert one side on purpose.
 
 
-class _Leaf:
-    """A pair of leaves that one comparison took; ``compare`` raises a _Failure."""
+@dataclass(frozen=True)
+class _Options:
+    """assert_close's keyword arguments, as every leaf comparison reads them."""
 
-    def __init__(self, actual: Any, expected: Any, path: tuple[Any, ...]) -> None:
+    allow_subclasses: bool
+    rtol: float | None
+    atol: float | None
+    equal_nan: bool
+    check_device: bool
+    check_dtype: bool
+    check_stride: bool
+
+
+class _Leaf:
+    """A pair of leaves that one comparison took (``take`` raises _Unsupported if it does
+    not); ``compare`` raises a _Failure."""
+
+    def __init__(self, actual: Any, expected: Any, path: tuple[Any, ...], options: _Options) -> None:
         self.actual = actual
         self.expected = expected
         self.path = path
+        self.options = options
+
+    @classmethod
+    def take(cls, actual: Any, expected: Any, path: tuple[Any, ...], options: _Options) -> "_Leaf":
+        raise NotImplementedError
 
     def compare(self) -> None:
         raise NotImplementedError
 
-    def fail(self, message: str, kind: type[Exception] = AssertionError) -> _Failure:
-        return _Failure(kind, message, self.path)
+    def fail(self, message: str) -> _Failure:
+        return _Failure(AssertionError, message, self.path)
 
 
 class _NoneLeaf(_Leaf):
     @classmethod
-    def take(cls, actual: Any, expected: Any, path: tuple[Any, ...], **options: Any) -> "_Leaf":
+    def take(cls, actual: Any, expected: Any, path: tuple[Any, ...], options: _Options) -> "_Leaf":
         if actual is not None and expected is not None:
             raise _Unsupported
-        return cls(actual, expected, path)
+        return cls(actual, expected, path, options)
 
     def compare(self) -> None:
         if not (self.actual is None and self.expected is None):
@@ -162,52 +182,45 @@ class _NoneLeaf(_Leaf):
 
 class _BoolLeaf(_Leaf):
     @classmethod
-    def take(cls, actual: Any, expected: Any, path: tuple[Any, ...], **options: Any) -> "_Leaf":
+    def take(cls, actual: Any, expected: Any, path: tuple[Any, ...], options: _Options) -> "_Leaf":
         if not all(isinstance(x, (bool, np.bool_)) for x in (actual, expected)):
             raise _Unsupported
-        return cls(bool(actual), bool(expected), path)
+        return cls(bool(actual), bool(expected), path, options)
 
     def compare(self) -> None:
         if self.actual is not self.expected:
             raise self.fail(f"Booleans mismatch: {self.actual} is not {self.expected}")
 
 
+def _number(x: Any) -> Any:
+    """A Python int, float or complex (numpy scalars by ``item()``); not a bool."""
+    if isinstance(x, (bool, np.bool_)):
+        raise _Unsupported
+    if isinstance(x, np.number):
+        return x.item()
+    for base in _NUMBER_DTYPES:  # an int subclass (an IntEnum) compares as an int
+        if isinstance(x, base):
+            return base(x)
+    raise _Unsupported
+
+
 class _NumberLeaf(_Leaf):
     @classmethod
-    def take(
-        cls, actual: Any, expected: Any, path: tuple[Any, ...], *, rtol: float | None, atol: float | None,
-        equal_nan: bool, check_dtype: bool, **options: Any,
-    ) -> "_Leaf":
-        def number(x: Any) -> Any:
-            if isinstance(x, (bool, np.bool_)):
-                raise _Unsupported
-            if isinstance(x, np.number):
-                return x.item()
-            for base in _NUMBER_DTYPES:  # an int subclass (an IntEnum) compares as an int
-                if isinstance(x, base):
-                    return base(x)
-            raise _Unsupported
+    def take(cls, actual: Any, expected: Any, path: tuple[Any, ...], options: _Options) -> "_Leaf":
+        return cls(_number(actual), _number(expected), path, options)
 
-        leaf = cls(number(actual), number(expected), path)
-        leaf.rtol, leaf.atol = _tolerances(
-            rtol, atol, tuple(_NUMBER_DTYPES[type(x)] for x in (leaf.actual, leaf.expected)), path
-        )
-        leaf.equal_nan = equal_nan
-        leaf.check_dtype = check_dtype
-        return leaf
-
-    rtol: float
-    atol: float
-    equal_nan: bool
-    check_dtype: bool
+    def __init__(self, actual: Any, expected: Any, path: tuple[Any, ...], options: _Options) -> None:
+        super().__init__(actual, expected, path, options)
+        dtypes = (_NUMBER_DTYPES[type(actual)], _NUMBER_DTYPES[type(expected)])
+        self.rtol, self.atol = _tolerances(options.rtol, options.atol, dtypes, path)
 
     def compare(self) -> None:
         actual, expected = self.actual, self.expected
-        if self.check_dtype and type(actual) is not type(expected):
+        if self.options.check_dtype and type(actual) is not type(expected):
             raise self.fail(f"The (d)types do not match: {type(actual)} != {type(expected)}.")
         if actual == expected:
             return
-        if self.equal_nan and cmath.isnan(actual) and cmath.isnan(expected):
+        if self.options.equal_nan and cmath.isnan(actual) and cmath.isnan(expected):
             return
         abs_diff = abs(actual - expected)
         if cmath.isfinite(abs_diff) and abs_diff <= self.atol + self.rtol * abs(expected):
@@ -216,50 +229,38 @@ class _NumberLeaf(_Leaf):
 
 
 class _TensorLeaf(_Leaf):
-    @classmethod
-    def take(
-        cls, actual: Any, expected: Any, path: tuple[Any, ...], *, allow_subclasses: bool,
-        rtol: float | None, atol: float | None, equal_nan: bool, check_device: bool,
-        check_dtype: bool, check_stride: bool, **options: Any,
-    ) -> "_Leaf":
-        related = isinstance(actual, type(expected)) or isinstance(expected, type(actual))
-        if not related or (not allow_subclasses and type(actual) is not type(expected)):
-            raise _Unsupported
-        leaf = cls(_as_tensor(actual), _as_tensor(expected), path)
-        leaf.rtol, leaf.atol = _tolerances(rtol, atol, (leaf.actual.dtype, leaf.expected.dtype), path)
-        leaf.equal_nan = equal_nan
-        leaf.check_device = check_device
-        leaf.check_dtype = check_dtype
-        leaf.check_stride = check_stride
-        return leaf
-
     actual: Tensor
     expected: Tensor
-    rtol: float
-    atol: float
-    equal_nan: bool
-    check_device: bool
-    check_dtype: bool
-    check_stride: bool
+
+    @classmethod
+    def take(cls, actual: Any, expected: Any, path: tuple[Any, ...], options: _Options) -> "_Leaf":
+        related = isinstance(actual, type(expected)) or isinstance(expected, type(actual))
+        if not related or (not options.allow_subclasses and type(actual) is not type(expected)):
+            raise _Unsupported
+        return cls(_as_tensor(actual), _as_tensor(expected), path, options)
+
+    def __init__(self, actual: Tensor, expected: Tensor, path: tuple[Any, ...], options: _Options) -> None:
+        super().__init__(actual, expected, path, options)
+        self.rtol, self.atol = _tolerances(options.rtol, options.atol, (actual.dtype, expected.dtype), path)
 
     def _attribute(self, name: str, a: Any, e: Any) -> None:
         if a != e:
             raise self.fail(f"The values for attribute '{name}' do not match: {a} != {e}.")
 
     def compare(self) -> None:
-        actual, expected = self.actual, self.expected
+        actual, expected, options = self.actual, self.expected, self.options
         self._attribute("shape", actual.shape, expected.shape)
-        if self.check_device:
+        if options.check_device:
             self._attribute("device", actual.device, expected.device)
-        if self.check_dtype:
+        if options.check_dtype:
             self._attribute("dtype", actual.dtype, expected.dtype)
-        if self.check_stride:
+        if options.check_stride:
             self._attribute("stride()", _stride(actual._data), _stride(expected._data))
         a, e = actual._data, expected._data
         if a.dtype != e.dtype:  # check_dtype=False: compare in the promoted dtype
             common = _promote_types(a.dtype, e.dtype)
             a, e = a.astype(common), e.astype(common)
-        matches = _isclose(a, e, self.rtol, self.atol, self.equal_nan)
+        matches = _isclose(a, e, self.rtol, self.atol, options.equal_nan)
         if matches.all():
             return
         if a.ndim == 0:
@@ -323,14 +324,14 @@ def _tensor_mismatch(a: np.ndarray, e: np.ndarray, matches: np.ndarray, rtol: fl
     )
 
 
-_LEAVES = (_NoneLeaf, _BoolLeaf, _NumberLeaf, _TensorLeaf)
+_LEAVES = (_NoneLeaf, _BoolLeaf, _NumberLeaf, _TensorLeaf)  # tried in this order: NOTE [Comparison pairs]
 
 
 def _is_sequence(x: Any) -> bool:
     return isinstance(x, collections.abc.Sequence) and not isinstance(x, str)
 
 
-def _pair_up(actual: Any, expected: Any, path: tuple[Any, ...], out: list[_Leaf], options: dict[str, Any]) -> None:
+def _pair_up(actual: Any, expected: Any, path: tuple[Any, ...], out: list[_Leaf], options: _Options) -> None:
     """Walk the two nests together, appending one _Leaf per pair of leaves."""
     if _is_sequence(actual) and _is_sequence(expected):
         if len(actual) != len(expected):
@@ -354,7 +355,7 @@ def _pair_up(actual: Any, expected: Any, path: tuple[Any, ...], out: list[_Leaf]
         return
     for kind in _LEAVES:
         try:
-            out.append(kind.take(actual, expected, path, **options))
+            out.append(kind.take(actual, expected, path, options))
             return
         except _Unsupported:
             continue
@@ -408,7 +409,7 @@ def assert_close(
     ``check_layout`` is accepted for torch's signature (aiograd tensors are all strided).
     """
     del check_layout  # every aiograd tensor is dense and strided
-    options = dict(
+    options = _Options(
         allow_subclasses=allow_subclasses, rtol=rtol, atol=atol, equal_nan=equal_nan,
         check_device=check_device, check_dtype=check_dtype, check_stride=check_stride,
     )
