@@ -90,6 +90,13 @@ def pytest_pycollect_makeitem(collector: pytest.Module | pytest.Class, name: str
                 f"{name}: @pytest.mark.{BACKENDS} runs the test through anyio on each loop; it cannot also "
                 "be @pytest.mark.asyncio (pytest-asyncio's). Keep one of the two marks."
             )
+        if _asyncio_auto_mode(collector.config):
+            raise collector.CollectError(
+                f"{name}: @pytest.mark.{BACKENDS} needs pytest-asyncio in strict mode: in auto mode "
+                "pytest-asyncio runs every async test on asyncio itself, so the uvloop and trio runs "
+                "would not be what their ids say. Set asyncio_mode = strict (its default) and mark "
+                "asyncio tests with @pytest.mark.asyncio."
+            )
         from aiograd.testing._loops import loop_backends
 
         try:
@@ -102,6 +109,17 @@ def pytest_pycollect_makeitem(collector: pytest.Module | pytest.Class, name: str
         pytest.mark.usefixtures("anyio_backend")(obj)
         if _marker(collector, obj, "anyio") is None:
             pytest.mark.anyio(obj)
+
+
+def _asyncio_auto_mode(config: pytest.Config) -> bool:
+    """Whether pytest-asyncio is loaded in auto mode (it then takes every async test)."""
+    if not config.pluginmanager.has_plugin("asyncio"):
+        return False
+    try:
+        mode = config.getoption("asyncio_mode", default=None) or config.getini("asyncio_mode")
+    except ValueError:  # a pytest-asyncio without these settings
+        return False
+    return str(getattr(mode, "value", mode)) == "auto"
 
 
 @functools.lru_cache(maxsize=None)

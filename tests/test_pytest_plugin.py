@@ -173,18 +173,25 @@ async def test_both_plugins():
 @pytest.mark.aiograd_no_blocking
 def test_not_async():
     pass
+
+@pytest.mark.aiograd_backends
+async def test_backends_in_auto_mode():
+    pass
 '''
 
 
 def test_misuse_is_a_collection_error_that_says_why(pytester: pytest.Pytester) -> None:
-    for name, text in (
-        ("test_unknown_loop", "*test_unknown_loop: unknown loop backend 'curio': the backends are asyncio, uvloop, trio*"),
+    for name, text, extra in (
+        ("test_unknown_loop", "*test_unknown_loop: unknown loop backend 'curio': the backends are asyncio, uvloop, trio*", ()),
         ("test_both_plugins", "*test_both_plugins: @pytest.mark.aiograd_backends runs the test through anyio on each loop;"
-                              " it cannot also be @pytest.mark.asyncio*"),
-        ("test_not_async", "*test_not_async: @pytest.mark.aiograd_no_blocking is for async tests (async def)*"),
+                              " it cannot also be @pytest.mark.asyncio*", ()),
+        ("test_not_async", "*test_not_async: @pytest.mark.aiograd_no_blocking is for async tests (async def)*", ()),
+        # in auto mode pytest-asyncio would run the [uvloop] and [trio] cases on asyncio
+        ("test_backends_in_auto_mode", "*test_backends_in_auto_mode: @pytest.mark.aiograd_backends needs pytest-asyncio "
+                                       "in strict mode*", ("-o", "asyncio_mode=auto")),
     ):
         pytester.makepyfile(test_inner=_only(MISUSE, name))
-        result = pytester.runpytest(*LOAD, *STRICT, "test_inner.py")
+        result = pytester.runpytest(*LOAD, *STRICT, *extra, "test_inner.py")
         result.stdout.fnmatch_lines(["*ERROR collecting test_inner.py*", text])
         assert result.ret != 0
 
