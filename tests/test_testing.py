@@ -291,3 +291,15 @@ def test_loop_backends_params() -> None:
     assert [p.id for p in loop_backends("trio", "asyncio")] == ["asyncio", "trio"]
     with pytest.raises(ValueError, match="unknown loop backend 'curio': the backends are asyncio, uvloop, trio"):
         loop_backends("curio")
+
+
+async def test_watchdog_inside_a_cancelled_scope() -> None:
+    import anyio
+
+    watchdog = LoopBlockWatchdog(max_ms=200)
+    with anyio.move_on_after(0.05) as scope:
+        async with watchdog:
+            await anyio.sleep(5)  # cancelled by the deadline: no failure, no hang
+    assert scope.cancelled_caught and watchdog.ticks > 0 and not watchdog.exceeded
+    async with watchdog:  # and it can watch again afterwards
+        await anyio.sleep(0)
