@@ -5,7 +5,7 @@
 #   make bench      install -e .[bench,test] and run python -m benchmarks
 #   make docs       install -e .[docs] and build the documentation site into site/ (--strict)
 #   make notebooks  install -e .[notebooks] and re-run notebooks/*.ipynb in place (their saved outputs)
-#   make typecheck  mypy on aiograd/ (its op-method stub: python -m aiograd.ops._stubgen)
+#   make typecheck  mypy on aiograd/ and the pytest plugin (its op-method stub: python -m aiograd.ops._stubgen)
 #   make clean      remove the venv, caches and build outputs
 #
 # Only Python >= 3.10 (as $(PYTHON)) is needed on PATH. Each extra is installed
@@ -62,7 +62,7 @@ test: typecheck
 	$(MKDOCS_BUILD)
 
 typecheck: $(VENV)/.stamp-test
-	$(PY) -m mypy aiograd
+	$(PY) -m mypy aiograd _aiograd_pytest_plugin.py
 
 demo: $(VENV)/.stamp-demo
 	$(PY) -m aiograd.demo

@@ -21,7 +21,9 @@ Conventions for test authors
   ``@pytest.mark.parametrize("anyio_backend", ["trio"])``.
 * ``@pytest.mark.no_blocking(max_ms=200)`` (or requesting the ``loop_block_watchdog``
   fixture) fails an async test whose event loop was blocked longer than ``max_ms``
-  (default 200 ms: CI is a shared 2-core machine) at any moment of the test.
+  (default 200 ms: CI is a shared 2-core machine) at any moment of the test. These are
+  this suite's names for aiograd's pytest plugin's ``aiograd_no_blocking`` marker and
+  ``aiograd_loop_watchdog`` fixture (``_aiograd_pytest_plugin.py``), which users get.
 * Warnings are errors (``filterwarnings = ["error"]`` in pyproject.toml). That
   includes ``RuntimeWarning: coroutine ... was never awaited``, which reaches pytest
   through ``sys.unraisablehook`` as ``PytestUnraisableExceptionWarning``.
@@ -32,28 +34,20 @@ Conventions for test authors
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
-import math
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import anyio
 import pytest
+
+import _aiograd_pytest_plugin
+from aiograd.testing import LoopBlockWatchdog, loop_backends
 
 try:  # uvloop has no Windows build
     import uvloop
 except ImportError:  # pragma: no cover
     uvloop = None  # type: ignore[assignment]
-
-try:
-    import trio  # noqa: F401
-
-    _HAVE_TRIO = True
-except ImportError:  # pragma: no cover
-    _HAVE_TRIO = False
-
 
 # --------------------------------------------------------------------------- #
 # Hypothesis profiles                                                          #
@@ -119,32 +113,19 @@ def pytest_asyncio_loop_factories(
 # anyio: unmarked async tests on asyncio, uvloop and trio                       #
 # --------------------------------------------------------------------------- #
 
-_ANYIO_BACKENDS = [
-    pytest.param(("asyncio", {}), id="asyncio"),
-    pytest.param(
-        ("asyncio", {"use_uvloop": True}),
-        id="uvloop",
-        marks=pytest.mark.skipif(uvloop is None, reason="uvloop is not installed"),
-    ),
-    pytest.param(
-        ("trio", {}),
-        id="trio",
-        marks=pytest.mark.skipif(not _HAVE_TRIO, reason="trio is not installed"),
-    ),
-]
-
-
-@pytest.fixture(scope="module", params=_ANYIO_BACKENDS)
+@pytest.fixture(scope="module", params=loop_backends())
 def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
     """The backend anyio's plugin runs a test (and its async fixtures) on."""
     return request.param
 
 
-def _own_marker_names(obj: object) -> set[str]:
+def _own_marks(obj: object) -> list[pytest.Mark]:
     marks = getattr(obj, "pytestmark", [])
-    if not isinstance(marks, list):
-        marks = [marks]
-    return {getattr(m, "name", "") for m in marks}
+    return marks if isinstance(marks, list) else [marks]
+
+
+def _own_marker_names(obj: object) -> set[str]:
+    return {getattr(m, "name", "") for m in _own_marks(obj)}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -160,6 +141,7 @@ def pytest_pycollect_makeitem(
     """
     if not collector.istestfunction(obj, name):
         return
+    _alias_no_blocking(collector, obj)
     func = obj.__func__ if isinstance(obj, staticmethod) else obj
     hypothesis_handle = getattr(func, "hypothesis", None)
     inner = hypothesis_handle.inner_test if hypothesis_handle is not None else func
@@ -192,150 +174,44 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 # --------------------------------------------------------------------------- #
-# Event-loop block watchdog                                                    #
+# Event-loop block watchdog: aiograd's pytest plugin, under the suite's names   #
 # --------------------------------------------------------------------------- #
-
-DEFAULT_MAX_BLOCK_MS = 200.0
-
-
-class LoopBlockWatchdog:
-    """Measures how long the running event loop was unable to run a ticker task.
-
-    A ticker sleeps until a deadline ``interval_ms`` ahead, again and again; the
-    lag between each deadline and the moment the ticker actually ran is the time the
-    loop was blocked (by synchronous work in some task). When the watched call
-    ends, a deadline already passed counts too, so a block at the very end is seen.
-    Works on any backend anyio supports (asyncio, uvloop, trio).
-    """
-
-    def __init__(self, max_ms: float = DEFAULT_MAX_BLOCK_MS, interval_ms: float = 10.0):
-        self.max_ms = float(max_ms)
-        self.interval_ms = float(interval_ms)
-        self.max_lag_ms = 0.0
-        self.ticks = 0
-        self.backend: str | None = None
-        self._deadline: float | None = None
-
-    def __repr__(self) -> str:
-        return (
-            f"LoopBlockWatchdog(max_ms={self.max_ms}, max_lag_ms={self.max_lag_ms:.1f}, "
-            f"ticks={self.ticks}, backend={self.backend!r})"
-        )
-
-    def _record(self, now: float) -> None:
-        if self._deadline is not None:
-            self.max_lag_ms = max(self.max_lag_ms, (now - self._deadline) * 1000.0)
-
-    async def _tick(self) -> None:
-        interval = self.interval_ms / 1000.0
-        while self._deadline is not None:
-            await anyio.sleep_until(self._deadline)
-            if self._deadline is None:  # the watched call has ended
-                return
-            now = anyio.current_time()
-            self._record(now)
-            self.ticks += 1
-            self._deadline = now + interval
-
-    async def run_watched(
-        self, fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any
-    ) -> Any:
-        """Await ``fn(*args, **kwargs)`` with the ticker running, then ``check()``."""
-        self.backend = _current_backend_label()
-        # The first deadline is "now", set before the ticker task exists: a block
-        # that starts before the ticker first runs is measured in full.
-        self._deadline = anyio.current_time()
-        error: BaseException | None = None
-        result: Any = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._tick)
-            try:
-                result = await fn(*args, **kwargs)
-            except BaseException as exc:  # re-raised below, outside the task group,
-                error = exc  # so that it is not wrapped in an ExceptionGroup
-            finally:
-                self._record(anyio.current_time())
-                self._deadline = None
-                tg.cancel_scope.cancel()
-        if error is not None:
-            raise error
-        self.check()
-        return result
-
-    def check(self) -> None:
-        if self.max_lag_ms > self.max_ms:
-            pytest.fail(
-                f"event loop ({self.backend}) was blocked for {self.max_lag_ms:.0f} ms "
-                f"(limit {self.max_ms:.0f} ms): something ran synchronously on the "
-                "loop instead of yielding or moving to an executor",
-                pytrace=False,
-            )
-
-    def wrap(self, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        # Copy the name only, not __dict__ (which holds pytestmark / hypothesis).
-        @functools.wraps(
-            fn, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=()
-        )
-        async def watched(*args: Any, **kwargs: Any) -> Any:
-            return await self.run_watched(fn, *args, **kwargs)
-
-        return watched
+# The watchdog is aiograd's own pytest plugin (_aiograd_pytest_plugin.py, entry point
+# "aiograd"), which users get too: @pytest.mark.aiograd_no_blocking and the
+# aiograd_loop_watchdog fixture. This suite also says no_blocking / loop_block_watchdog,
+# the names it had before the plugin existed; they are aliases, not a second watchdog.
 
 
-def _current_backend_label() -> str:
-    """'asyncio', 'uvloop' or 'trio': what the current task runs on."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        import sniffio
+def pytest_configure(config: pytest.Config) -> None:
+    # Installed aiograd loads the plugin through its entry point; a checkout whose
+    # install predates the entry point (or runs with plugin autoload off) gets it here.
+    if not config.pluginmanager.is_registered(_aiograd_pytest_plugin):
+        config.pluginmanager.register(_aiograd_pytest_plugin, "aiograd")
+    config.addinivalue_line(
+        "markers",
+        "no_blocking(max_ms=200): this suite's name for aiograd_no_blocking (aiograd's pytest plugin): "
+        "fail the test if the event loop is blocked longer than max_ms",
+    )
 
-        return sniffio.current_async_library()
-    return "uvloop" if type(loop).__module__.startswith("uvloop") else "asyncio"
+
+def _alias_no_blocking(collector: pytest.Module | pytest.Class, obj: object) -> None:
+    mark = next((m for m in _own_marks(obj) if m.name == "no_blocking"), None)
+    mark = mark or collector.get_closest_marker("no_blocking")
+    if mark is not None:
+        pytest.mark.aiograd_no_blocking(*mark.args, **mark.kwargs)(obj)
+        pytest.mark.usefixtures("aiograd_loop_watchdog")(obj)
 
 
 @pytest.fixture
 def loop_block_watchdog_factory() -> type[LoopBlockWatchdog]:
-    """The watchdog class, to watch a section by hand: ``await wd.run_watched(fn)``."""
+    """The watchdog class, to watch a section by hand: ``async with factory(max_ms=...):``."""
     return LoopBlockWatchdog
 
 
 @pytest.fixture
-def loop_block_watchdog(request: pytest.FixtureRequest):
-    """Fail this async test if its event loop is blocked longer than the limit.
-
-    The limit is ``max_ms`` of ``@pytest.mark.no_blocking(max_ms=...)``, else 200 ms.
-    Works for anyio-run tests (asyncio, uvloop, trio) and pytest-asyncio tests: it
-    wraps the test function, so the ticker runs on the test's own loop.
-    """
-    item = request.node
-    marker = item.get_closest_marker("no_blocking")
-    max_ms = DEFAULT_MAX_BLOCK_MS
-    if marker is not None:
-        max_ms = marker.kwargs.get("max_ms", marker.args[0] if marker.args else max_ms)
-    if not (isinstance(max_ms, (int, float)) and math.isfinite(max_ms) and max_ms > 0):
-        pytest.fail(f"no_blocking(max_ms=...) must be a positive number, got {max_ms!r}")
-    watchdog = LoopBlockWatchdog(max_ms=max_ms)
-
-    with pytest.MonkeyPatch.context() as mp:
-        hypothesis_handle = getattr(item.obj, "hypothesis", None)
-        if hypothesis_handle is not None:
-            inner = hypothesis_handle.inner_test
-            # anyio's plugin leaves its sync wrapper behind between parametrized runs
-            inner = getattr(inner, "_anyio_original_func", inner)
-            if not inspect.iscoroutinefunction(inner):
-                pytest.fail("loop_block_watchdog / no_blocking needs an async test")
-            mp.setattr(hypothesis_handle, "inner_test", watchdog.wrap(inner))
-        else:
-            if not inspect.iscoroutinefunction(item.obj):
-                pytest.fail("loop_block_watchdog / no_blocking needs an async test")
-            mp.setattr(item, "obj", watchdog.wrap(item.obj))
-        yield watchdog
-
-
-@pytest.fixture(autouse=True)
-def _no_blocking_marker(request: pytest.FixtureRequest) -> None:
-    if request.node.get_closest_marker("no_blocking") is not None:
-        request.getfixturevalue("loop_block_watchdog")
+def loop_block_watchdog(request: pytest.FixtureRequest) -> LoopBlockWatchdog:
+    """The suite's name for the plugin's ``aiograd_loop_watchdog`` fixture."""
+    return request.getfixturevalue("aiograd_loop_watchdog")
 
 
 # --------------------------------------------------------------------------- #
