@@ -17,6 +17,10 @@ __all__ = [
     "complex128", "inf", "nan", "pi", "e",
 ]
 
+# the class of every dtype, so that ``isinstance(x, ag.dtype)`` asks what ``isinstance(x, torch.dtype)``
+# asks (numpy's class: an attribute, out of ``__all__`` and the API reference)
+dtype = np.dtype
+
 complex64 = np.dtype("complex64")
 complex128 = np.dtype("complex128")
 cfloat = complex64

@@ -418,6 +418,40 @@ class Tensor(_TensorMethods):
     def element_size(self) -> int:
         return self._data.itemsize
 
+    def nelement(self) -> int:
+        """``numel()``, under torch's other name."""
+        return int(self._data.size)
+
+    def ndimension(self) -> int:
+        """``dim()``, under torch's other name."""
+        return self._data.ndim
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all the elements."""
+        return self._data.nbytes
+
+    @property
+    def is_cpu(self) -> bool:
+        """True: every device of aiograd is host memory."""
+        return True
+
+    def get_device(self) -> int:
+        """-1, torch's answer for a tensor in host memory."""
+        return -1
+
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
+
+    def is_signed(self) -> bool:
+        """False for bool and uint8, True for the other dtypes."""
+        return self._data.dtype.kind not in "bu"
+
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f"
 

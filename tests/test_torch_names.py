@@ -74,6 +74,19 @@ def test_star_import_binds_torchs_builtin_shadowing_names() -> None:
     assert ns["float"] is ag.float32 and ns["long"] is ag.int64
 
 
+def test_precision_and_determinism_switches_are_kept() -> None:
+    try:
+        ag.set_float32_matmul_precision("high")
+        ag.use_deterministic_algorithms(True, warn_only=True)
+        assert ag.get_float32_matmul_precision() == "high" and ag.are_deterministic_algorithms_enabled()
+        with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
+            ag.set_float32_matmul_precision("fast")
+        assert ag.get_float32_matmul_precision() == "high"
+    finally:
+        ag.set_float32_matmul_precision("highest")
+        ag.use_deterministic_algorithms(False)
+
+
 # ----- Size -------------------------------------------------------------------------------
 
 
@@ -238,6 +251,13 @@ def test_torch_module_paths_hold_aiogras_classes() -> None:
         for name in names:
             assert getattr(mod, name) is getattr(nn, name), f"nn.modules.{path}.{name}"
         assert all(getattr(mod, n) is getattr(nn, n) for n in mod.__all__)
+
+
+def test_nn_modules_utils_argument_helpers() -> None:
+    from aiograd.nn.modules.utils import _ntuple, _pair, _quadruple, _single, _triple
+
+    assert _pair(3) == (3, 3) and _pair([1, 2]) == (1, 2) and _single(2) == (2,)
+    assert _triple(1) == (1, 1, 1) and _quadruple(0) == (0,) * 4 and _ntuple(2)("ab") == ("a", "b")
 
 
 def test_autograd_variable_is_a_tensor() -> None:

@@ -158,6 +158,6 @@ __all__ = [
 # ``aiograd.nn.modules.module.Module`` resolves without an import statement of its own
 for _path in ("module", "linear", "loss", "conv", "activation", "batchnorm", "instancenorm", "container", "dropout",
               "normalization", "pooling", "padding", "sparse", "flatten", "distance", "fold", "pixelshuffle",
-              "upsampling", "transformer"):
+              "upsampling", "transformer", "utils"):
     _importlib.import_module(f"{__name__}.modules.{_path}")
 del _path

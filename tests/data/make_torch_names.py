@@ -56,6 +56,14 @@ VALUES = [
     "T.backends.mps.is_available()", "T.backends.mps.is_built()", "T.backends.cudnn.is_available()",
     "T.backends.cudnn.benchmark", "T.backends.cudnn.deterministic", "T.backends.cudnn.enabled",
     "T.backends.cuda.matmul.allow_tf32", "T.backends.cuda.is_built()",
+    "T.zeros(2, 3).nelement()", "T.zeros(2, 3).ndimension()", "T.zeros(2).is_cpu", "T.zeros(2).get_device()",
+    "T.zeros(2, dtype=T.uint8).is_signed()", "T.zeros(2, dtype=T.bool).is_signed()",
+    "T.zeros(2, dtype=T.int8).is_signed()", "T.zeros(2).is_complex()", "T.zeros(2, dtype=T.cfloat).is_complex()",
+    "T.zeros(2).itemsize", "T.zeros(3, dtype=T.double).nbytes", "T.finfo().eps", "T.finfo(T.half).max",
+    "T.finfo(T.double).tiny", "T.finfo(T.float).min", "T.finfo(T.float).bits", "T.iinfo(T.long).max",
+    "T.iinfo(T.uint8).min", "T.iinfo(T.int).bits", "isinstance(T.float, T.dtype)", "T.numel(T.zeros(2, 3))",
+    "T.is_floating_point(T.zeros(2))", "T.is_floating_point(T.zeros(2, dtype=T.long))", "T.is_complex(T.zeros(2))",
+    "T.get_float32_matmul_precision()", "T.are_deterministic_algorithms_enabled()",
 ]
 # expressions that raise: the exception's type
 RAISES = [
@@ -63,7 +71,7 @@ RAISES = [
     "format(T.tensor([1.5]), '.2f')", "format(T.tensor([1.5, 2]), '.2f')", "T.zeros(2).cuda()",
     "T.Size([2.0])", "T.Size(5)", "T.zeros((2, 3), size=(2,))", "T.cuda.synchronize()", "T.cuda.current_device()",
     "T.cuda.get_device_name()", "T.accelerator.current_device_index()", "T.accelerator.synchronize()",
-    "T.nn.Linear(2, 3).cuda()",
+    "T.nn.Linear(2, 3).cuda()", "T.finfo(T.long)", "T.iinfo(T.float32)", "T.numel([1])", "T.is_floating_point(1.0)",
 ]
 
 # nn.init: deterministic fills (values) and refusals (type and message)
