@@ -9,7 +9,7 @@ nothing.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from .tensor import Tensor, get_default_dtype
 __all__ = [
     "finfo", "iinfo", "is_floating_point", "is_complex", "numel", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "compile",
 ]
 
 _settings: dict[str, Any] = {"matmul_precision": "highest", "deterministic": False}
@@ -83,3 +84,13 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
 def are_deterministic_algorithms_enabled() -> bool:
     """What ``use_deterministic_algorithms`` was last given (False at first)."""
     return bool(_settings["deterministic"])
+
+
+def compile(model: Callable[..., Any] | None = None, **kwargs: Any) -> Any:  # noqa: A001  (torch's name)
+    """``model`` itself: aiograd has no compiler, so ``model = ag.compile(model)`` (torch's
+    ``torch.compile``, with any of its keywords) leaves the model as it runs, as
+    ``torch.compile(model, disable=True)`` does. Without ``model``, a decorator that does
+    the same."""
+    if model is None:
+        return lambda fn: fn
+    return model

@@ -463,6 +463,14 @@ class Tensor(_TensorMethods):
     def _new(self, arr: np.ndarray, device: DeviceLike | None, requires_grad: bool) -> "Tensor":
         return _make(arr, device if device is not None else self._device, requires_grad)
 
+    def new(self, *args: Any, device: DeviceLike | None = None) -> "Tensor":
+        """torch's legacy ``x.new(...)``: as ``ag.Tensor(...)`` (sizes, data, nothing or a tensor),
+        with this tensor's dtype and device."""
+        data = _legacy_data("new", args, self._data.dtype, device)
+        if isinstance(data, Tensor):
+            return data
+        return Tensor._wrap(data, Device(device) if device is not None else self._device)
+
     def new_zeros(self, *size: Any, dtype: DTypeLike = None, device: DeviceLike | None = None,
                   requires_grad: bool = False) -> "Tensor":
         """Zeros of ``size``, with this tensor's dtype and device unless given."""

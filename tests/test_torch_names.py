@@ -74,6 +74,17 @@ def test_star_import_binds_torchs_builtin_shadowing_names() -> None:
     assert ns["float"] is ag.float32 and ns["long"] is ag.int64
 
 
+def test_compile_leaves_the_model_as_it_runs() -> None:
+    lin = ag.nn.Linear(2, 2)
+    assert ag.compile(lin, mode="max-autotune", fullgraph=True) is lin
+
+    @ag.compile(dynamic=True)
+    def double(x: ag.Tensor) -> ag.Tensor:
+        return x * 2
+
+    assert double(ag.ones(2)).tolist() == [2.0, 2.0]
+
+
 def test_precision_and_determinism_switches_are_kept() -> None:
     try:
         ag.set_float32_matmul_precision("high")

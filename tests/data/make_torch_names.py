@@ -28,10 +28,14 @@ MAKE = [
     "T.zeros(2).type(T.DoubleTensor)", "T.ones(2).type(T.long)", "T.zeros(2, dtype=T.long).type(T.FloatTensor)",
     "T.arange(3, dtype=T.long)", "T.ones(2, dtype=T.half)", "T.ones(2, dtype=T.int)", "T.ones(2, dtype=T.short)",
     "T.ones(2, dtype=T.bool)", "T.ones(2, dtype=T.double)", "T.ones(2, dtype=T.float)", "T.ones(2, dtype=T.cfloat)",
-    "T.ones(2, dtype=T.cdouble)", "T.ones(2, dtype=T.uint8)",
+    "T.ones(2, dtype=T.cdouble)", "T.ones(2, dtype=T.uint8)", "T.zeros(1, dtype=T.double).new(2, 3)",
+    "T.zeros(1, dtype=T.long).new([1, 2])", "T.zeros(1).new()", "T.zeros(1, dtype=T.int).new(T.Size([2]))",
 ]
-RANDOM = {"T.Tensor(3, 4)", "T.Tensor(T.Size([2, 3]))", "T.FloatTensor(2, 3)", "T.LongTensor(3)", "T.empty(size=(2, 1))", "T.rand(size=(3,))",
-          "T.randn(size=(1, 2))"}
+RANDOM = {
+    "T.zeros(1, dtype=T.double).new(2, 3)", "T.zeros(1, dtype=T.int).new(T.Size([2]))", "T.Tensor(3, 4)",
+    "T.Tensor(T.Size([2, 3]))", "T.FloatTensor(2, 3)", "T.LongTensor(3)", "T.empty(size=(2, 1))",
+    "T.rand(size=(3,))", "T.randn(size=(1, 2))",
+}
 # expressions that give a plain value (str, bool, number, tuple)
 VALUES = [
     "T.zeros(2).type()", "T.zeros(2, dtype=T.float64).type()", "T.zeros(2, dtype=T.float16).type()",
@@ -72,6 +76,7 @@ RAISES = [
     "T.Size([2.0])", "T.Size(5)", "T.zeros((2, 3), size=(2,))", "T.cuda.synchronize()", "T.cuda.current_device()",
     "T.cuda.get_device_name()", "T.accelerator.current_device_index()", "T.accelerator.synchronize()",
     "T.nn.Linear(2, 3).cuda()", "T.finfo(T.long)", "T.iinfo(T.float32)", "T.numel([1])", "T.is_floating_point(1.0)",
+    "T.zeros(1, dtype=T.double).new(T.zeros(2))",
 ]
 
 # nn.init: deterministic fills (values) and refusals (type and message)
