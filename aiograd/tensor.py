@@ -226,6 +226,12 @@ class Tensor(_TensorMethods):
 
     @property
     def shape(self) -> Size:
+        """The shape, an ``ag.Size`` (a tuple of ints with ``numel()``), as torch's.
+
+        NOTE [Size at the surface]: making the Size costs about 0.35 us a read, so code on the
+        per-op path reads ``_data.shape`` (a plain tuple) and never this property: recording
+        ``x * y``, ``x.sin()``, ``x @ y`` or ``linear`` reads it 0 times (counted on issue 18).
+        """
         return _as_size(self._data.shape)
 
     @property

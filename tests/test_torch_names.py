@@ -124,6 +124,26 @@ def test_shapes_are_sizes_and_serve_as_sizes() -> None:
     assert np.zeros(x.shape).shape == (2, 3)
 
 
+def test_recording_an_op_never_makes_a_size() -> None:
+    # NOTE [Size at the surface]: the per-op path reads _data.shape, not the Size-making property
+    import sys
+
+    shape_code = ag.Tensor.shape.fget.__code__  # type: ignore[attr-defined]
+    x, y = ag.randn(3, 4, requires_grad=True), ag.randn(4, 4, requires_grad=True)
+    reads = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is shape_code:
+            reads.append(frame.f_back.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        out = ag.nn.functional.linear((x * 2 + x).sin() @ y, y).relu().sum()
+    finally:
+        sys.setprofile(None)
+    assert out.grad_fn is not None and reads == []
+
+
 def test_leaf_metadata_keeps_plain_tuples() -> None:
     # NOTE: the engine's shape checks compare metadata with arrays' shapes (plain tuples)
     x = ag.randn(2, 3, requires_grad=True)
