@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from .tensor import *  # noqa: F401,F403
 from .tensor import Tensor
+from ._torch_names import *  # noqa: F401,F403  (float, long, inf... NOTE [Builtin names])
+from ._torch_names import dtype
+from ._legacy import *  # noqa: F401,F403
+from ._torch_misc import *  # noqa: F401,F403
 from .device import Device, device
 from .autograd.executors import get_num_threads, get_offload, offload, set_num_threads, set_offload
 from .ops import *  # noqa: F401,F403
@@ -34,13 +38,20 @@ from . import functional
 from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import autograd, linalg, nn, optim, profiler, return_types, viz
 from . import testing
+from . import accelerator, backends, cuda  # torch's device queries, answering "CPU only"
 from .tensor import __all__ as _tensor_all
+from ._torch_names import __all__ as _names_all
+from ._legacy import __all__ as _legacy_all
+from ._torch_misc import __all__ as _misc_all
 from .ops import __all__ as _ops_all
 
 __version__ = "0.1.0"
 
 __all__ = (
     list(_tensor_all)
+    + list(_names_all)
+    + list(_legacy_all)
+    + list(_misc_all)
     + list(_ops_all)
     + [
         "Device", "device", "backward", "backward_sync", "grad", "grad_sync",

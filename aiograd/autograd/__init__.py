@@ -28,6 +28,8 @@ from .grad_mode import (
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
+    from .function import Function, once_differentiable
+    from .variable import Variable
 
 __all__ = [
     "backward",
@@ -43,7 +45,21 @@ __all__ = [
     "detect_anomaly",
     "set_detect_anomaly",
     "is_anomaly_enabled",
+    "Function",
+    "once_differentiable",
+    "Variable",
 ]
+
+# Function and Variable need Tensor, whose module imports this package: read on first use
+_LATE = {"Function": "function", "once_differentiable": "function", "Variable": "variable"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATE:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LATE[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 TensorOrTensors = Union["Tensor", Sequence["Tensor"]]
 

@@ -442,7 +442,8 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.sequence_nr = MAX_SEQUENCE_NR
         self.device = variable._device
-        self.input_metadata = [InputMetadata(variable.shape, variable.dtype, variable._device)]
+        # plain tuples, not the Size of variable.shape (NOTE [Size at the surface] in tensor.py)
+        self.input_metadata = [InputMetadata(variable._data.shape, variable._data.dtype, variable._device)]
         self._hooked = bool(variable._hooks)
 
     def apply(self, grads: list[Any]) -> tuple[()]:

@@ -3,6 +3,8 @@
 Built only on aiograd's public operations; ``await loss.backward()`` trains them.
 """
 
+import importlib as _importlib
+
 from . import functional, init, utils
 from .activation import (
     CELU,
@@ -81,6 +83,8 @@ from .normalization import (
     RMSNorm,
 )
 from .parameter import Parameter
+from . import parallel
+from .parallel import DataParallel
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -146,4 +150,14 @@ __all__ = [
     # attention, transformers
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerDecoder", "Transformer",
+    # torch's single-device data parallelism
+    "parallel", "DataParallel",
 ]
+
+# torch's import paths (``torch.nn.modules.loss``...), imported as torch imports them, so that
+# ``aiograd.nn.modules.module.Module`` resolves without an import statement of its own
+for _path in ("module", "linear", "loss", "conv", "activation", "batchnorm", "instancenorm", "container", "dropout",
+              "normalization", "pooling", "padding", "sparse", "flatten", "distance", "fold", "pixelshuffle",
+              "upsampling", "transformer", "utils"):
+    _importlib.import_module(f"{__name__}.modules.{_path}")
+del _path

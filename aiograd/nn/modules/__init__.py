@@ -14,12 +14,12 @@ from typing import Any, Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from ..autograd.grad_mode import no_grad
-from ..device import Device
-from ..tensor import Tensor, empty, get_default_dtype
-from . import functional as F
-from . import init
-from .parameter import Parameter
+from ...autograd.grad_mode import no_grad
+from ...device import Device
+from ...tensor import _NO_CUDA, Tensor, _legacy_type_dtype, empty, get_default_dtype
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
 
 __all__ = ["Module", "Sequential", "Identity", "Linear", "Dropout", "Flatten", "Unflatten", "Embedding"]
 
@@ -282,6 +282,33 @@ class Module:
 
     def double(self) -> "Module":
         return self.to(np.float64)
+
+    def half(self) -> "Module":
+        """Cast floating parameters and buffers to float16."""
+        return self.to(np.float16)
+
+    def cpu(self) -> "Module":
+        """The module itself: its tensors are already in host memory (``to("cpu")`` moves
+        them from ``cpu:1``... to ``cpu``)."""
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> "Module":
+        """Raises, as torch built without CUDA does (``ag.cuda.is_available()`` is False)."""
+        raise AssertionError(_NO_CUDA)
+
+    def type(self, dst_type: Any) -> "Module":
+        """Cast every parameter and buffer, integer ones too (as torch), to ``dst_type``: a dtype,
+        a legacy type name (``'torch.DoubleTensor'``) or class (``ag.DoubleTensor``)."""
+        dt = _legacy_type_dtype(dst_type)
+        with no_grad():
+            for t in list(self.parameters()) + list(self.buffers()):
+                if t._data.dtype != dt:
+                    t._data = t._data.astype(dt)
+                    t._version_counter.value += 1
+                    if t._grad is not None:
+                        t._grad = Tensor._wrap(t._grad._data.astype(dt), t._grad._device)
+                    t._grad_accumulator = None
+        return self
 
     # ----- state_dict ---------------------------------------------------------------------
     def state_dict(self, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
