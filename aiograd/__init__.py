@@ -33,6 +33,7 @@ from .autograd.checkpoint import checkpoint
 from . import functional
 from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import autograd, linalg, nn, optim, profiler, return_types, viz
+from . import utils
 from .tensor import __all__ as _tensor_all
 from .ops import __all__ as _ops_all
 
@@ -48,6 +49,7 @@ __all__ = (
         "set_time_slice", "get_time_slice", "set_offload", "get_offload", "offload", "set_num_threads", "get_num_threads",
         "Function", "once_differentiable", "autograd",
         "checkpoint", "functional", "linalg", "nn", "optim", "profiler", "return_types", "viz",
+        "utils",
         "gradcheck", "gradgradcheck", "GradcheckError",
     ]
 )
