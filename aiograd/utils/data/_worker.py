@@ -371,6 +371,9 @@ def _worker_loop(worker_id: int, num_workers: int, spec: WorkerSpec, tasks: "que
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer
                 answer = Failure(exc, label, fetcher.where())
             results.put(task_epoch, idx, answer)
+            # NOTE [Worker threads]: a failure's traceback will hold the consumer's frames (and so the
+            # iterator) once re-raised there; this running frame must not keep it alive
+            answer = None
     finally:
         results.worker_exited()
 

@@ -56,9 +56,6 @@ class IterableDataset(Dataset[T_co], Iterable[T_co]):
     ``ChainDataset([a, b])``.
     """
 
-    def __iter__(self) -> Iterator[T_co]:
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
-
     def __add__(self, other: Dataset[T_co]) -> "ChainDataset":  # type: ignore[override]
         return ChainDataset([self, other])
 
@@ -80,8 +77,6 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
     tensors: tuple[Tensor, ...]
 
     def __init__(self, *tensors: Tensor) -> None:
-        if not tensors:
-            raise IndexError("tuple index out of range")
         if any(tensors[0].size(0) != t.size(0) for t in tensors):
             raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
