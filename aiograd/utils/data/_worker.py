@@ -136,10 +136,10 @@ class Fetcher:
                             and not any(t.requires_grad for t in dataset.tensors))
 
     def where(self) -> str:
-        """The sample (or batch) the last error happened at, in the user's terms."""
+        """What the fetcher was doing when the last error happened, in the user's terms."""
         if self.stage == "collate":
             return f"collating the batch of {self._what(self.at)}"
-        return self._what(self.at)
+        return f"fetching {self._what(self.at)}"
 
     def _what(self, at: Any) -> str:
         if self.iterable:
@@ -220,10 +220,10 @@ class Failure:
         exc = self.exc
         if self.worker_id is None:
             if hasattr(exc, "add_note"):
-                exc.add_note(f"(raised in the DataLoader's loading thread while fetching {self.where})")
+                exc.add_note(f"(raised in the DataLoader's loading thread while {self.where})")
             raise exc
         msg = (f"Caught {type(exc).__name__} in DataLoader worker thread {self.worker_id} "
-               f"while fetching {self.where}.\nOriginal error: {exc}")
+               f"while {self.where}.\nOriginal error: {exc}")
         if isinstance(exc, KeyError):
             msg = _KeyErrorMessage(msg)
         try:
@@ -347,7 +347,7 @@ def _worker_loop(worker_id: int, num_workers: int, spec: WorkerSpec, tasks: "que
                 try:
                     spec.init_fn(worker_id)
                 except BaseException as exc:  # noqa: BLE001 - handed to the consumer
-                    init_failure = Failure(exc, worker_id, "nothing: worker_init_fn raised")
+                    init_failure = Failure(exc, worker_id, "running worker_init_fn")
         fetcher: Fetcher | None = None
         epoch = -1
         while True:
