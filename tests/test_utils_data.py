@@ -735,3 +735,20 @@ def test_no_warnings_from_pin_memory() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(list(DataLoader(Squares(4), batch_size=2, pin_memory=True))) == 2
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+async def test_dataset_code_runs_as_in_a_plain_thread(num_workers: int) -> None:
+    # the threads start from a task, with a copy of its context, yet no event loop runs in them:
+    # a dataset may compute a gradient with backward_sync (which refuses inside a running loop)
+    class Grads(Dataset):
+        def __len__(self) -> int:
+            return 4
+
+        def __getitem__(self, i: int) -> ag.Tensor:
+            x = ag.tensor(float(i), requires_grad=True)
+            (x * x).backward_sync()
+            return x.grad
+
+    assert [b.tolist() async for b in DataLoader(Grads(), batch_size=2, num_workers=num_workers)] == [
+        [0.0, 2.0], [4.0, 6.0]]
