@@ -415,6 +415,23 @@ def test_tensor_dataset_batches_match_stacked_rows(num_workers: int) -> None:
     assert [describe(b) for b in got] == [describe(b) for b in rows]
 
 
+def test_subset_of_tensor_dataset_batches_match_stacked_rows() -> None:
+    x, y = ag.arange(30.0).reshape(10, 3), ag.arange(10)
+    train, _ = random_split(TensorDataset(x, y), [0.7, 0.3], generator=ag.Generator().manual_seed(0))
+    inner = Subset(train, [6, 0, 3])
+    got = list(DataLoader(inner, batch_size=2))
+    rows = [default_collate([inner[i] for i in range(s, min(s + 2, 3))]) for s in (0, 2)]
+    assert [describe(b) for b in got] == [describe(b) for b in rows]
+
+
+def test_tensors_that_need_grad_are_stacked_in_the_graph() -> None:
+    w = ag.ones(4, 2, requires_grad=True)
+    (xb,) = next(iter(DataLoader(TensorDataset(w), batch_size=3)))
+    assert xb.requires_grad and xb.grad_fn is not None
+    xb.sum().backward_sync()
+    assert w.grad.tolist() == [[1.0, 1.0]] * 3 + [[0.0, 0.0]]
+
+
 def test_out_of_order_gives_every_batch() -> None:
     dl = DataLoader(Squares(20), batch_size=2, num_workers=3, in_order=False)
     assert sorted(v for b in dl for v in b.tolist()) == [i * i for i in range(20)]

@@ -41,7 +41,7 @@ import numpy as np
 from ... import _aio
 from ..._generator import Generator
 from ._collate import default_collate
-from .dataset import TensorDataset, _rows
+from .dataset import _row_source, _rows
 
 __all__ = ["WorkerInfo", "get_worker_info"]
 
@@ -131,9 +131,8 @@ class Fetcher:
         self.at: Any = None  # the index (or stream position) being read, for error messages
         self.stage = "sample"
         self._stream: Any = None
-        self.tensor_rows = (not iterable and auto_collation and type(dataset) is TensorDataset
-                            and collate_fn is default_collate
-                            and not any(t.requires_grad for t in dataset.tensors))
+        self.tensor_rows = (_row_source(dataset) if not iterable and auto_collation and collate_fn is default_collate
+                            else None)
 
     def where(self) -> str:
         """What the fetcher was doing when the last error happened, in the user's terms."""
@@ -155,9 +154,9 @@ class Fetcher:
         if not self.auto_collation:
             self.at = index
             data = ds[index]
-        elif self.tensor_rows:
-            self.at = index
-            return _rows(ds.tensors, index)
+        elif self.tensor_rows is not None:
+            self.at = list(index)
+            return _rows(self.tensor_rows, index)
         elif callable(getattr(ds, "__getitems__", None)):
             self.at = list(index)
             data = ds.__getitems__(index)

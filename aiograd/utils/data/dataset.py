@@ -64,16 +64,8 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
     """Samples are the rows of tensors of equal first dimension: ``dataset[i]`` is
     ``tuple(t[i] for t in tensors)``.
 
-    NOTE [TensorDataset batches]: ``default_collate`` of a batch of
-    TensorDataset rows stacks ``t[i]`` over the batch's indices for each
-    tensor, which equals indexing each tensor once with all the indices. So
-    when a DataLoader's dataset is exactly a TensorDataset of tensors that need
-    no gradient, and its ``collate_fn`` is ``default_collate``, the fetcher
-    gathers each tensor's rows in one numpy ``take`` (``_rows``) instead of
-    making a Tensor per sample and stacking them: same values, dtypes and list
-    shape, a tenth of the time (a shuffled pass over 60000 float32 rows of 784
-    in batches of 64: 0.22 s against 2.2 s through per-sample indexing and
-    ``default_collate``).
+    A DataLoader batches one with a gather per tensor, not a Tensor per sample
+    (NOTE [TensorDataset batches]).
     """
 
     tensors: tuple[Tensor, ...]
@@ -252,8 +244,36 @@ def random_split(
     return out
 
 
-def _rows(tensors: Sequence[Tensor], indices: Sequence[int]) -> list[Tensor]:
-    """Each tensor's rows at ``indices``, one gather per tensor (NOTE [TensorDataset batches])."""
+# NOTE [TensorDataset batches]: ``default_collate`` of a batch of TensorDataset
+# rows stacks ``t[i]`` over the batch's indices for each tensor, which equals
+# indexing each tensor once with all the indices. So when a DataLoader's
+# dataset is exactly a TensorDataset of tensors that need no gradient, or a
+# ``Subset`` of one (as ``random_split`` makes), and its ``collate_fn`` is
+# ``default_collate``, the fetcher gathers each tensor's rows in one numpy
+# ``take`` (``_rows``) instead of making a Tensor per sample and stacking them:
+# same values, dtypes and list shape, a tenth of the time (a shuffled pass over
+# 60000 float32 rows of 784 in batches of 64: 0.22 s against 2.2 s through
+# per-sample indexing and ``default_collate``). Exact types only: a subclass
+# may change what ``__getitem__`` returns.
+
+def _row_source(dataset: Any) -> tuple[tuple[Tensor, ...], list[Sequence[int]]] | None:
+    """For a TensorDataset of tensors that need no gradient, or Subsets of one (``random_split``'s
+    parts), its tensors and the index lists of the Subsets from the outermost in; else None
+    (NOTE [TensorDataset batches])."""
+    maps: list[Sequence[int]] = []
+    while type(dataset) is Subset:
+        maps.append(dataset.indices)
+        dataset = dataset.dataset
+    if type(dataset) is not TensorDataset or any(t.requires_grad for t in dataset.tensors):
+        return None
+    return dataset.tensors, maps
+
+
+def _rows(source: tuple[tuple[Tensor, ...], list[Sequence[int]]], indices: Sequence[int]) -> list[Tensor]:
+    """Each tensor's rows at ``indices`` (mapped through the Subsets), one gather per tensor."""
+    tensors, maps = source
+    for m in maps:
+        indices = [m[i] for i in indices]
     idx = np.asarray(indices, dtype=np.intp)
     n = tensors[0].shape[0]
     if idx.size and (idx.max() >= n or idx.min() < -n):
