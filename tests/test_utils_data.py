@@ -26,6 +26,7 @@ from aiograd.utils.data import (
     ConcatDataset,
     DataLoader,
     Dataset,
+    DistributedSampler,
     IterableDataset,
     RandomSampler,
     SequentialSampler,
@@ -166,6 +167,33 @@ def test_batch_sampler() -> None:
     assert list(BatchSampler(SequentialSampler(range(10)), 3, False)) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
     assert list(BatchSampler(SequentialSampler(range(10)), 3, True)) == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
     assert len(BatchSampler(range(10), 3, False)) == 4 and len(BatchSampler(range(10), 3, True)) == 3
+
+
+@pytest.mark.parametrize("n, replicas, drop_last", [(10, 3, False), (10, 3, True), (9, 3, False), (2, 3, False)])
+def test_distributed_sampler_shares_the_dataset(n: int, replicas: int, drop_last: bool) -> None:
+    parts = [list(DistributedSampler(range(n), replicas, r, seed=4, drop_last=drop_last)) for r in range(replicas)]
+    per = (n // replicas) if drop_last else -(-n // replicas)  # torch's num_samples
+    assert all(len(p) == per == len(DistributedSampler(range(n), replicas, 0, drop_last=drop_last)) for p in parts)
+    seen = [i for p in parts for i in p]
+    if drop_last:
+        assert len(set(seen)) == len(seen)
+    else:
+        assert set(seen) == set(range(n))  # padded by repeating the start of the order
+
+
+def test_distributed_sampler_epochs_and_errors() -> None:
+    s = DistributedSampler(range(20), 2, 0)
+    first = list(s)
+    assert list(s) == first
+    s.set_epoch(1)
+    assert list(s) != first
+    assert list(DistributedSampler(range(6), 2, 1, shuffle=False)) == [1, 3, 5]
+    assert [list(DistributedSampler(range(10), 3, r, shuffle=False)) for r in range(3)] == [  # torch's
+        [0, 3, 6, 9], [1, 4, 7, 0], [2, 5, 8, 1]]
+    with pytest.raises(ValueError, match=r"^Invalid rank 2, rank should be in the interval \[0, 1\]$"):
+        DistributedSampler(range(4), 2, 2)
+    with pytest.raises(RuntimeError, match="Requires distributed package to be available"):
+        DistributedSampler(range(4))
 
 
 @pytest.mark.parametrize("make, error, text", [

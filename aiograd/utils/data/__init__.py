@@ -17,6 +17,7 @@ from __future__ import annotations
 from ._collate import default_collate, default_convert
 from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
+from .distributed import DistributedSampler
 from .dataset import (
     ChainDataset,
     ConcatDataset,
@@ -40,6 +41,6 @@ __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
     "random_split",
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
-    "BatchSampler",
+    "BatchSampler", "DistributedSampler",
     "DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo",
 ]
