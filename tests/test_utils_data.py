@@ -797,3 +797,16 @@ async def test_dataset_code_runs_as_in_a_plain_thread(num_workers: int) -> None:
 
     assert [b.tolist() async for b in DataLoader(Grads(), batch_size=2, num_workers=num_workers)] == [
         [0.0, 2.0], [4.0, 6.0]]
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_iterable_dataset_longer_than_reported_warns(num_workers: int) -> None:
+    class Liar(Stream):
+        def __len__(self) -> int:
+            return 2
+
+    dl = DataLoader(Liar(4), batch_size=None, num_workers=num_workers)
+    assert len(dl) == 2
+    with pytest.warns(UserWarning, match=r"Length of IterableDataset .* was reported to be 2\(when accessing "
+                                         r"len\(dataloader\)\), but [34] samples have been fetched"):
+        assert sorted(dl) == [0, 1, 2, 3]

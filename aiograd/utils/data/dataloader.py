@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import anyio
@@ -172,6 +173,7 @@ class DataLoader(Generic[T_co]):
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._iterator: _ThreadedDataLoaderIter | None = None
+        self._IterableDataset_len_called: int | None = None  # what len(loader) reported, for a warning
         self.__initialized = True
 
     def __setattr__(self, attr: str, val: Any) -> None:
@@ -211,7 +213,7 @@ class DataLoader(Generic[T_co]):
 
     def __len__(self) -> int:
         if self._iterable:
-            n = len(self.dataset)  # type: ignore[arg-type]
+            n = self._IterableDataset_len_called = len(self.dataset)  # type: ignore[arg-type]
             if self.batch_size is not None:
                 n = n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
             return n
@@ -235,6 +237,18 @@ class _BaseDataLoaderIter:
         # one draw from the loader's generator per pass, as torch (the workers' seeds come from it)
         self._base_seed = int(rng_of(loader.generator, "DataLoader").integers(0, 1 << 63))
         self._num_yielded = 0
+        self._len_reported = loader._IterableDataset_len_called
+
+    def _yielded(self) -> None:
+        """Count a batch handed out; warn as torch does once an iterable dataset gives more than
+        ``len(loader)`` said."""
+        self._num_yielded += 1
+        if self._iterable and self._len_reported is not None and self._num_yielded > self._len_reported:
+            hint = (" With worker threads, this could be caused by not splitting the stream between workers "
+                    "with get_worker_info() in the dataset's __iter__." if self._num_workers > 0 else "")
+            warnings.warn(f"Length of IterableDataset {self._dataset} was reported to be {self._len_reported}"
+                          f"(when accessing len(dataloader)), but {self._num_yielded} samples have been fetched."
+                          + hint, stacklevel=3)
 
     def __iter__(self) -> "_BaseDataLoaderIter":
         return self
@@ -261,7 +275,7 @@ class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
         data = self._fetcher.fetch(index)
         if data is EXHAUSTED:
             raise StopIteration
-        self._num_yielded += 1
+        self._yielded()
         return data
 
 
@@ -291,6 +305,7 @@ class _ThreadedDataLoaderIter(_BaseDataLoaderIter):
         """A new pass over the same persistent workers."""
         self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
+        self._len_reported = loader._IterableDataset_len_called
         self._start_pass(first=False)
 
     def _start_pass(self, first: bool) -> None:
@@ -357,7 +372,7 @@ class _ThreadedDataLoaderIter(_BaseDataLoaderIter):
         return RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
 
     def _handout(self, answer: Any) -> Any:
-        self._num_yielded += 1
+        self._yielded()
         if isinstance(answer, Failure):
             answer.reraise()
         return answer
