@@ -810,3 +810,30 @@ def test_iterable_dataset_longer_than_reported_warns(num_workers: int) -> None:
     with pytest.warns(UserWarning, match=r"Length of IterableDataset .* was reported to be 2\(when accessing "
                                          r"len\(dataloader\)\), but [34] samples have been fetched"):
         assert sorted(dl) == [0, 1, 2, 3]
+
+
+async def test_a_prefetched_batch_is_still_a_checkpoint() -> None:
+    # a loop body that never awaits must not starve the loop's other tasks, even when every batch is ready
+    turns = 0
+
+    async def other() -> None:
+        nonlocal turns
+        while True:
+            await anyio.sleep(0)
+            turns += 1
+
+    ds = Squares(10)
+    it = DataLoader(ds, batch_size=1, num_workers=1, prefetch_factor=10).__aiter__()
+    deadline = time.monotonic() + 5
+    while ds.reads < 10 and time.monotonic() < deadline:
+        await anyio.sleep(0.01)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(other)
+        await anyio.sleep(0.01)
+        got, seen = [], []
+        async for b in it:
+            got.append(b.item())
+            seen.append(turns)  # the other task's turns so far, batch after batch
+        tg.cancel_scope.cancel()
+    assert got == [i * i for i in range(10)]
+    assert seen[-1] - seen[0] >= 5

@@ -287,14 +287,17 @@ class Results:
         with self.lock:
             return self.cond.wait_for(ready, timeout)
 
-    async def await_(self, ready: Callable[[], bool]) -> None:
-        """Wait on the event loop, without blocking it, until ``ready()`` (checked under the lock)."""
+    async def await_(self, ready: Callable[[], bool]) -> bool:
+        """Wait on the event loop, without blocking it, until ``ready()`` (checked under the lock);
+        False when it was ready at once (nothing was awaited)."""
+        waited = False
         while True:
             with self.lock:
                 if ready():
-                    return
+                    return waited
                 event = _aio.Event()
                 self._wake = _poster_of(event)
+            waited = True
             try:
                 await event.wait()
             finally:

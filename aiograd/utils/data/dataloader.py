@@ -10,7 +10,9 @@ in order of completion).
 
 NOTE [Async iteration]: ``async for batch in loader`` never runs dataset or
 collate code on the event loop. With ``num_workers > 0`` it is the same
-worker pool, the consumer awaiting each batch (NOTE [Waking the consumer]).
+worker pool, the consumer awaiting each batch (NOTE [Waking the consumer]);
+a batch that is ready at once still costs one checkpoint (a yield to the
+loop), so a loop body that never awaits does not starve the loop's other tasks.
 With ``num_workers=0`` one loading thread fetches each batch when
 ``__anext__`` asks for it and not before (no read-ahead: the dataset is never
 read while the consumer's own code runs, as with torch's ``num_workers=0``; it
@@ -33,6 +35,7 @@ from typing import Any, Callable, Generic, Iterable, TypeVar
 
 import anyio
 
+from ... import _aio
 from ..._generator import Generator, rng_of
 from ._collate import default_collate, default_convert
 from ._worker import EXHAUSTED, Failure, Fetcher, WorkerPool, WorkerSpec
@@ -429,14 +432,19 @@ class _ThreadedDataLoaderIter(_BaseDataLoaderIter):
                 if not self._persistent_workers:
                     await self._pool.ajoin()
                 raise StopAsyncIteration
+            waited = True
             if self._timeout:
                 with anyio.move_on_after(self._timeout):
-                    await self._results.await_(self._ready)
+                    waited = await self._results.await_(self._ready)
                 with self._results.lock:
                     if not self._ready():
                         raise self._timed_out()
             else:
-                await self._results.await_(self._ready)
+                waited = await self._results.await_(self._ready)
+            if not waited:
+                # NOTE [Async iteration]: a batch prefetched in time is still a checkpoint, so a
+                # loop body that never awaits does not starve the loop's other tasks
+                await _aio.checkpoint()
             answer = self._take()
             if answer is not EXHAUSTED:
                 return self._handout(answer)
