@@ -471,6 +471,17 @@ def test_iterable_dataset_split_by_worker_info(num_workers: int) -> None:
     assert got == list(range(10))
 
 
+@pytest.mark.parametrize("num_workers, batch_size, drop_last, batches", [  # torch 2.13's batches, in its order
+    (2, 3, False, [[0, 2, 4], [1, 3, 5], [6, 8], [7, 9]]),
+    (2, 3, True, [[0, 2, 4], [1, 3, 5]]),
+    (3, 2, False, [[0, 3], [1, 4], [2, 5], [6, 9], [7], [8]]),
+])
+def test_iterable_dataset_batches_come_round_robin_as_torchs(num_workers: int, batch_size: int, drop_last: bool,
+                                                             batches: list[list[int]]) -> None:
+    dl = DataLoader(Stream(10), batch_size=batch_size, num_workers=num_workers, drop_last=drop_last)
+    assert [b.tolist() for b in dl] == batches
+
+
 def test_worker_info_and_init_fn() -> None:
     seen: dict[int, Any] = {}
 

@@ -112,3 +112,18 @@ for n, fr in [(10, [0.3, 0.3, 0.4]), (7, [0.5, 0.5]), (11, [0.1, 0.2, 0.7]), (5,
         warnings.simplefilter("always")
         a = [len(s) for s in AD.random_split(range(n), fr)]
     print("OK " if t == a and [str(x.message) for x in w1] == [str(x.message) for x in w2] else "DIFF", n, fr, t, a, [str(x.message) for x in w2])
+
+# iterable datasets with workers: batches round-robin, in torch's order
+def make(base, info):
+    class Stream(base):
+        def __init__(self, n): self.n = n
+        def __iter__(self):
+            i = info()
+            s, k = (0, 1) if i is None else (i.id, i.num_workers)
+            return iter(range(s, self.n, k))
+    return Stream
+TS, AS = make(TD.IterableDataset, TD.get_worker_info), make(AD.IterableDataset, AD.get_worker_info)
+for nw, bs, dl in [(2, 3, False), (2, 3, True), (3, 2, False), (2, None, False), (0, 4, False)]:
+    t = [b.tolist() if hasattr(b, "tolist") else b for b in TD.DataLoader(TS(10), batch_size=bs, num_workers=nw, drop_last=dl)]
+    a = [b.tolist() if hasattr(b, "tolist") else b for b in AD.DataLoader(AS(10), batch_size=bs, num_workers=nw, drop_last=dl)]
+    print("OK " if t == a else "DIFF", nw, bs, dl, t, a if t != a else "")
