@@ -39,6 +39,7 @@ from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import autograd, linalg, nn, optim, profiler, return_types, viz
 from . import testing
 from . import accelerator, backends, cuda  # torch's device queries, answering "CPU only"
+from . import utils
 from .tensor import __all__ as _tensor_all
 from ._torch_names import __all__ as _names_all
 from ._legacy import __all__ as _legacy_all
@@ -60,6 +61,7 @@ __all__ = (
         "set_time_slice", "get_time_slice", "set_offload", "get_offload", "offload", "set_num_threads", "get_num_threads",
         "Function", "once_differentiable", "autograd",
         "checkpoint", "functional", "linalg", "nn", "optim", "profiler", "return_types", "viz",
+        "utils",
         "gradcheck", "gradgradcheck", "GradcheckError",
         "testing",
     ]
