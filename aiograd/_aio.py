@@ -29,10 +29,9 @@ import anyio
 import anyio.lowlevel
 
 try:  # trio depends on sniffio and names itself there while it runs a thread's loop
-    from sniffio import current_async_library_cvar as _sniffio_cvar
     from sniffio import thread_local as _sniffio_thread
 except ImportError:  # pragma: no cover - then only asyncio can be running
-    _sniffio_cvar = _sniffio_thread = None  # type: ignore[assignment]
+    _sniffio_thread = None  # type: ignore[assignment]
 
 __all__ = [
     "checkpoint",
@@ -51,12 +50,16 @@ Event = anyio.Event
 def running_loop_kind() -> str | None:
     """``"asyncio"``, ``"trio"`` or None when no event loop runs in this thread.
 
-    Cheap in every case (no exception raised): ``backward_sync`` asks it on each call."""
+    Cheap in every case (no exception raised): every ``backward()`` asks it (NOTE [Sync outside
+    a loop]). Only per-thread facts count: asyncio's running loop and the name trio gives
+    sniffio's thread-local. sniffio's context variable (which anyio sets, on asyncio too) is
+    not asked, because a thread started with a copy of a task's context (an executor job, a
+    DataLoader worker) carries it although no loop runs there."""
     if asyncio._get_running_loop() is not None:
         return "asyncio"
     if _sniffio_thread is None:
         return None
-    return _sniffio_thread.name or _sniffio_cvar.get()
+    return _sniffio_thread.name  # type: ignore[no-any-return]
 
 
 def leave_loop_context() -> None:

@@ -367,6 +367,28 @@ async def test_post_accumulate_grad_hook_can_step_the_parameter() -> None:
     assert w.tolist() == [0.0, -1.0]
 
 
+async def test_a_raising_post_accumulate_grad_hook_leaves_every_grad_written() -> None:
+    """NOTE [Staged gradients]: every gradient is written before the first hook runs; a hook's
+    error ends the call, and the hooks after it do not run."""
+    a, b = t64([1.0, 2.0]), t64([3.0])
+    ran = []
+
+    def fails(t):
+        raise ValueError("hook failed")
+
+    for leaf in (a, b):  # whichever leaf commits first, the other's gradient is written too
+        leaf.register_post_accumulate_grad_hook(fails)
+        leaf.register_post_accumulate_grad_hook(ran.append)
+    with pytest.raises(ValueError, match="hook failed"):
+        await ((a * 2).sum() + (b * 5).sum()).backward()
+    assert a.grad.tolist() == [2.0, 2.0] and b.grad.tolist() == [5.0]
+    assert ran == []
+    b._post_accumulate_hooks.clear()
+    b.register_post_accumulate_grad_hook(ran.append)
+    await (b * 1).sum().backward()  # the engine goes on
+    assert b.grad.tolist() == [6.0] and ran == [b]
+
+
 async def test_queue_callback_runs_after_commit_and_callbacks_can_queue_callbacks() -> None:
     x = t64([1.0])
     log = []

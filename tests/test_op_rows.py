@@ -101,3 +101,24 @@ async def test_binary_rows_gradcheck_on_every_loop(which: OpRow, shapes: Any, se
     x, y = ag.tensor(a, requires_grad=grad_a), ag.tensor(b, requires_grad=True)
     assert await ag.gradcheck(_fn(which), (x, y))
     assert await ag.gradgradcheck(_fn(which), (x, y))
+
+
+# Ops whose second tensor may be on another device, as in torch: they read only its shape
+# (reshape_as, expand_as, view_as, broadcast_tensors), or copy its values across (copy_, fill_
+# and __setitem__ with a tensor value).
+_ACROSS_DEVICES = {"reshape_as", "expand_as", "view_as", "broadcast_tensors", "copy_", "fill_", "__setitem__"}
+_MULTI_INPUT = [
+    pytest.param(row, row.cases[0], id=f"{row.op}{'-' + row.variant if row.variant else ''}")
+    for row in ROWS if len(row.cases[0].shapes) > 1 and row.op not in _ACROSS_DEVICES
+]
+
+
+@pytest.mark.parametrize("row, case", _MULTI_INPUT)
+def test_an_op_refuses_tensors_on_two_devices(row: OpRow, case: Case) -> None:
+    """NOTE [One device per op]: any op of two or more tensors raises torch's error when one of
+    them is on another device, whichever one it is."""
+    _, tensors = _inputs(row, case)
+    for moved in range(len(tensors)):
+        mixed = [t.detach().to("cpu:1") if i == moved else t for i, t in enumerate(tensors)]
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            _fn(row)(*mixed, *case.args, **case.kwargs)

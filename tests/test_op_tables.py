@@ -69,8 +69,8 @@ def test_every_row_binds_its_tensor_attributes_to_the_registered_function() -> N
             bound = getattr(ag.Tensor, attr)
             if attr in BINARY_DUNDERS or attr in op.reflected:  # a wrapper of the op (NotImplemented, swap)
                 assert bound.__name__ == attr and bound is not op.fn
-            else:
-                assert bound is op.fn, attr
+            elif bound is not op.fn:  # the op with its device check (NOTE [One device per op])
+                assert bound.__wrapped__ is op.fn, attr
     assert set(tensor_bindings()) <= set(dir(ag.Tensor))
     x = ag.tensor([1.0, 2.0])
     assert (3.0 - x).tolist() == [2.0, 1.0] and (x - 3.0).tolist() == [-2.0, -1.0]
@@ -88,6 +88,12 @@ def test_public_functions_check_operands_and_methods_skip_the_check() -> None:
     sum_op = next(op for op in all_ops() if op.name == "sum")
     assert sum_op.public is not sum_op.fn and sum_op.public.__wrapped__ is sum_op.fn
     assert ag.Tensor.sum is sum_op.fn
+    mm_op = next(op for op in all_ops() if op.name == "mm")
+    assert ag.Tensor.mm.__wrapped__ is mm_op.fn  # the device check alone (NOTE [One device per op])
+    x = ag.tensor([[1.0, 2.0]])
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        x.mm(x.T.to("cpu:1"))
+    assert x.index_select(1, [1]).tolist() == [[2.0]]  # a method takes what the function refuses by type
     sin_op = next(op for op in all_ops() if op.name == "sin")
     assert sin_op.public is sin_op.fn  # a template's op checks its operand on its slow path
     with pytest.raises(TypeError, match=r"sin\(\): argument 'input' \(position 1\) must be Tensor, not list"):

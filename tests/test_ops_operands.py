@@ -25,7 +25,7 @@ FUNCTIONS = [
     (lambda: x.matmul(None), "matmul(): argument 'other' (position 2) must be Tensor, not NoneType"),
     (lambda: ag.add(x, "a"), "add(): argument 'other' (position 2) must be Tensor, not str"),
     (lambda: ag.add("a", x), "add(): argument 'input' (position 1) must be Tensor, not str"),
-    (lambda: ag.add(1.0, 2.0), "add(): argument 'input' (position 1) must be Tensor, not float"),
+    (lambda: ag.add(None, 2.0), "add(): argument 'input' (position 1) must be Tensor, not NoneType"),
     (lambda: ag.mul(x, object()), "mul(): argument 'other' (position 2) must be Tensor, not object"),
     (lambda: ag.div(x, [1.0]), "div(): argument 'other' (position 2) must be Tensor, not list"),
     (lambda: ag.floor_divide(x, "a"), "floor_divide(): argument 'other' (position 2) must be Tensor, not str"),

@@ -157,3 +157,21 @@ async def test_a_forgotten_await_inside_a_loop_is_still_reported() -> None:
         x.grad
     assert x.grad is None
     await anyio.sleep(0)
+
+
+async def test_a_thread_started_with_a_tasks_context_completes_backward_there() -> None:
+    """anyio names the running library in a context variable (on asyncio too) that a copied
+    context carries into a thread; no loop runs there, so backward() completes (NOTE [Sync
+    outside a loop]; _aio.running_loop_kind asks per-thread facts only)."""
+    import contextvars
+
+    x = t64([1.0, 2.0])
+    ctx = contextvars.copy_context()
+    seen: list[Any] = []
+
+    def work() -> None:
+        call = (x * 3).sum().backward()
+        seen.append((repr(call), x.grad.tolist()))
+
+    await anyio.to_thread.run_sync(lambda: ctx.run(work))
+    assert seen == [("<aiograd loss.backward(): completed (no event loop was running)>", [3.0, 3.0])]

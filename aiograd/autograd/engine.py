@@ -23,7 +23,10 @@ NOTE [Staged gradients]: ``AccumulateGrad`` does not write ``.grad`` during
 the pass. Its gradient (and a retained gradient) is staged in the GraphTask
 and committed when the pass completes; a pass that fails or is cancelled
 leaves every ``.grad`` exactly as it was. Post-accumulate-grad hooks run at
-commit.
+commit, after every gradient is written: a hook that raises ends the pass with
+its exception, every ``.grad`` already updated, and the hooks after it unrun
+(torch runs each hook right after its leaf's accumulation, so there too the
+gradients written before a raising hook stay).
 
 NOTE [Aliasing]: backward rules hand out arrays that others still hold
 (AddBackward passes one array to both inputs, a sum's backward is a read-only
@@ -231,10 +234,12 @@ class GraphTask:
             entry[1] = new.__class__ is np.ndarray
 
     def commit(self) -> None:
-        """Write the staged gradients into ``.grad`` and run post-accumulate-grad hooks."""
+        """Write the staged gradients into ``.grad``, then run post-accumulate-grad hooks
+        (NOTE [Staged gradients]: every gradient is written before the first hook runs)."""
         create_graph = self.create_graph
         sink = self.leaf_sink
         grad_enabled = _gm._grad_enabled.get
+        hooked: list[tuple[Any, list[Any]]] = []
         for variable, (g, owned, retained) in self.staged.items():
             owned = owned or _sole_owner(g, 3)
             if retained:
@@ -250,9 +255,11 @@ class GraphTask:
                     accumulate_into_grad(variable, g, owned)
             hooks = variable._post_accumulate_hooks
             if hooks:
-                for hook in list(hooks.values()):
-                    hook(variable)
+                hooked.append((variable, list(hooks.values())))
         self.staged.clear()
+        for variable, hook_list in hooked:
+            for hook in hook_list:
+                hook(variable)
 
     # ----- device work (see executors.py) ----------------------------------------------
     def notify(self) -> None:

@@ -157,7 +157,7 @@ def dunder(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[
 _TENSOR_HINTS = {"Tensor": False, "Tensor | None": True, Tensor: False}
 
 
-def checked(fn: F) -> F:
+def checked(fn: F, same_device: bool = True) -> F:
     """The public form of op ``fn``: the same signature, and a TypeError in torch's words when a
     parameter annotated ``Tensor`` (or ``Tensor | None``) gets something else (NOTE [Operands]).
 
@@ -175,6 +175,8 @@ def checked(fn: F) -> F:
                           "__name__": fn.__module__}  # an aiograd frame to user_stacklevel
     position = 0
     star = False
+    tensors: list[tuple[str, bool]] = []  # the parameters that may hold a tensor: (name, may hold something else)
+    annotated: set[str] = set()  # those annotated Tensor (or Tensor | None)
     for p in sig.parameters.values():
         if p.kind is p.VAR_POSITIONAL:
             params.append(f"*{p.name}")
@@ -201,7 +203,11 @@ def checked(fn: F) -> F:
             ns[f"_default_{p.name}"] = p.default
             params.append(f"{p.name}=_default_{p.name}")
         optional = _TENSOR_HINTS.get(p.annotation) if isinstance(p.annotation, (str, type)) else None
+        if p.annotation in ("Any", Any):
+            tensors.append((p.name, True))  # a tensor or something else (a list of indices): checked if a tensor
         if optional is not None:
+            tensors.append((p.name, optional))
+            annotated.add(p.name)
             allow_none = f" and {p.name} is not None" if optional else ""
             checks.append(
                 f"    if {p.name}.__class__ is not Tensor and not isinstance({p.name}, Tensor){allow_none}:\n"
@@ -209,7 +215,38 @@ def checked(fn: F) -> F:
             )
     if not checks:
         return fn
-    src = f"def {fn.__name__}({', '.join(params)}):\n" + "".join(checks) + f"    return _fn({', '.join(call)})\n"
+    device_check = same_device and len(tensors) > 1  # NOTE [One device per op]
+    if device_check:
+        ns["_devices"] = common_device
+    head = f"def {fn.__name__}({', '.join(params)}):\n"
+    tail = f"    return _fn({', '.join(call)})\n"
+    public = _compile(fn, head + "".join(checks) + (_device_check(tensors) if device_check else "") + tail, ns)
+    typed = [name for name, _ in tensors[1:] if name in annotated]
+    if device_check and typed:
+        # Tensor.<name>: the device check alone, over the parameters annotated Tensor (a method
+        # never refused by type what the function refuses, a numpy mask, and its ``Any``
+        # parameters are mostly dims and dtypes: checking them would tax ``x.sum()``)
+        public.method_form = _compile(fn, head + _device_check([(tensors[0][0], False)] + [
+            (name, True) for name in typed]) + tail, ns)
+    return public  # type: ignore[no-any-return]
+
+
+def _device_check(tensors: list[tuple[str, bool]]) -> str:
+    """The generated lines that raise torch's error when the tensors among ``tensors`` (name, may
+    hold something else) are on two devices (NOTE [One device per op])."""
+    names = ", ".join(name for name, _ in tensors)
+    anchor = next((name for name, optional in tensors if not optional), None)
+    if anchor is None:
+        return f"    _devices({names})\n"
+    differs = " or ".join(
+        f"(isinstance({name}, Tensor) and {name}._device is not {anchor}._device)" if optional
+        else f"{name}._device is not {anchor}._device"
+        for name, optional in tensors if name != anchor
+    )
+    return f"    if {differs}:\n        _devices({names})\n"
+
+
+def _compile(fn: Callable[..., Any], src: str, ns: dict[str, Any]) -> Any:
     exec(compile(src, f"<aiograd: public {fn.__name__}>", "exec"), ns)
     public = ns[fn.__name__]
     public.__doc__ = fn.__doc__
@@ -217,7 +254,7 @@ def checked(fn: F) -> F:
     public.__qualname__ = fn.__qualname__
     public.__wrapped__ = fn
     public.__annotations__ = getattr(fn, "__annotations__", {})
-    return public  # type: ignore[no-any-return]
+    return public
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -240,8 +277,18 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return out
 
 
+# NOTE [One device per op]: every tensor an op reads must be on one device, else torch's
+# "Expected all tensors to be on the same device" (a model on cpu:1 fed a cpu input is an
+# error, never a result on one of them). Binary pointwise ops check in ``prep_operands``;
+# every other public op checks in its ``checked`` wrapper, which compares the devices of
+# its Tensor parameters (one identity test each: devices are interned) and calls
+# ``common_device`` for the message. Ops taking a sequence of tensors (cat, stack) check
+# the sequence themselves.
+
+
 def common_device(*xs: Any) -> Device:
-    """The device shared by the tensors among ``xs``; raises if they differ."""
+    """The device shared by the tensors among ``xs`` (others, None included, are skipped);
+    raises torch's error if they differ (NOTE [One device per op])."""
     dev = None
     for x in xs:
         if isinstance(x, Tensor):
@@ -252,8 +299,7 @@ def common_device(*xs: Any) -> Device:
                     f"Expected all tensors to be on the same device, but found at least two devices, "
                     f"{dev} and {x._device}!"
                 )
-    assert dev is not None
-    return dev
+    return dev  # type: ignore[return-value]
 
 
 def torch_dtype_name(dt: Any) -> str:

@@ -67,6 +67,9 @@ class OpDef(NamedTuple):
     export: bool = True  #: a public function (in ``__all__``); False: a Tensor method or dispatch target only
     inplace: str = ""  #: an in-place method ``<name>_`` is made from it: "copy" (its rule reads the input) or "direct"
     public: Callable[..., Any] | None = None  #: ``aiograd.<name>``: ``checked(fn)``, set by ``OpTable.add``
+    #: its tensors must share one device (NOTE [One device per op]); False for an op that only
+    #: reads another tensor's shape (``view_as``) or copies across devices (``copy_``)
+    same_device: bool = True
 
     @property
     def differentiable(self) -> bool:
@@ -103,12 +106,13 @@ class OpTable:
         functions: tuple[Any, ...] = (),
         export: bool = True,
         inplace: str = "",
+        same_device: bool = True,
     ) -> Callable[[F], F]:
         """Decorator: register the decorated forward as an op (its own name unless ``name``)."""
 
         def deco(fn: F) -> F:
             op = self.add(OpDef(name or fn.__name__, fn, self.family, nodes, method, aliases, operators, reflected,
-                                ufuncs, functions, export, inplace))
+                                ufuncs, functions, export, inplace, same_device=same_device))
             return op.public  # type: ignore[return-value]
 
         return deco
@@ -119,7 +123,7 @@ class OpTable:
             raise ValueError(f"{self.family}: the op {op.name!r} is registered twice")
         if op.inplace not in ("", "copy", "direct"):
             raise ValueError(f"{op.name}: inplace must be '', 'copy' or 'direct', got {op.inplace!r}")
-        op = op._replace(family=self.family, public=checked(op.fn) if op.export else op.fn)
+        op = op._replace(family=self.family, public=checked(op.fn, op.same_device) if op.export else op.fn)
         self._ops[op.name] = op
         return op
 
@@ -222,8 +226,9 @@ def tensor_bindings() -> dict[str, Callable[..., Any]]:
             owner[attr] = f"{op.family}.{op.name}"
             if attr in op.operators or attr in op.reflected:
                 out[attr] = _operator(op.fn, attr, attr in op.reflected)
-            else:
-                out[attr] = op.fn
+            else:  # with its device check, if it has one (NOTE [One device per op])
+                checked_fn = op.public if op.export else checked(op.fn, op.same_device)
+                out[attr] = getattr(checked_fn, "method_form", op.fn)
     return out
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..autograd.graph import Node, Shape, link_one, record, sum_to
 from ..tensor import Tensor, _to_array, new_tensor
-from ._common import broadcast_shapes, grad_enabled, is_operand, needs_grad
+from ._common import broadcast_shapes, common_device, grad_enabled, is_operand, needs_grad
 from ._table import OpTable
 from .nn import _torch_dtype_name
 from .shape import _wrap_dim, make_view, reshape
@@ -469,6 +469,8 @@ def _values(values: Any, like: Tensor) -> tuple[Any, Any]:
     """(values as recorded, its array) for a write into ``like``: a Tensor, a number, a numeric
     array, or a nested sequence of numbers (read as ``tensor()`` reads it); anything else is refused."""
     if isinstance(values, Tensor):
+        if values._device is not like._device:
+            common_device(like, values)  # NOTE [One device per op]
         return values, values._data
     if isinstance(values, (bool, int, float)):
         return values, values

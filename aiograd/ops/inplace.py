@@ -40,7 +40,7 @@ from . import elementwise as _ew
 from . import linalg as _linalg
 from . import scan as _scan
 from . import special as _special
-from ._common import check_operand, needs_grad
+from ._common import check_operand, common_device, needs_grad
 from ._table import OpTable
 from .diagonal import DIAGONAL
 from .index import (
@@ -595,7 +595,7 @@ def zero_(self: Tensor) -> Tensor:
     return _inplace(self, (), lambda a: _fill_op(a, 0, ZeroBackward0), lambda d: d.fill(0))
 
 
-@INPLACE.op(nodes=(FillBackward0, FillBackward1), export=False)
+@INPLACE.op(nodes=(FillBackward0, FillBackward1), export=False, same_device=False)
 def fill_(self: Tensor, value: Any) -> Tensor:
     """Fill with ``value`` (a number or a 0-d tensor) in place."""
     if isinstance(value, Tensor) and value.ndim != 0:
@@ -623,7 +623,7 @@ def _copy_op(a: Tensor, src: Tensor) -> Tensor:
     return out
 
 
-@INPLACE.op(nodes=(CopyBackwards,), export=False)
+@INPLACE.op(nodes=(CopyBackwards,), export=False, same_device=False)
 def copy_(self: Tensor, src: Any) -> Tensor:
     """Copy ``src`` (broadcast, cast to this tensor's dtype) into this tensor."""
     check_operand(src, "copy_", "src", 1)
@@ -721,9 +721,11 @@ def _rewrite_inplace(name: str, outofplace: Callable[..., Tensor], saves_self: b
             return outofplace(a, *args, **kwargs)
 
         def nograd(d: np.ndarray) -> None:
-            np.copyto(d, run(Tensor._wrap(d))._data, casting="unsafe")
+            np.copyto(d, run(Tensor._wrap(d, self._device))._data, casting="unsafe")
 
         others = tuple(v for v in (*args, *kwargs.values()) if isinstance(v, Tensor))
+        if others:
+            common_device(self, *others)  # NOTE [One device per op]
         return _inplace(self, others, run, nograd, saves_self=saves_self)
 
     method.__name__ = method.__qualname__ = name

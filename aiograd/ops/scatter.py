@@ -79,6 +79,8 @@ def scatter_args(op: str, input: Tensor, dim: int, index: Any, src: Any) -> tupl
     """The index tuple of a scatter along ``dim``, after torch's checks; a larger ``src`` is cut to
     the index's shape (torch reads only that corner of it)."""
     idx_arr = _index_array(index, op)
+    if isinstance(src, Tensor) and src._device is not input._device:
+        common_device(input, src)  # NOTE [One device per op]
     d = _wrap_dim(dim, input.ndim)
     check_gather_shapes(input, d, idx_arr, src if isinstance(src, Tensor) else None, scatter=True)
     check_bounds(idx_arr, input.shape[d] if input.ndim else 1, d)
@@ -457,6 +459,7 @@ def masked_fill(input: Tensor, mask: Any, value: Any) -> Tensor:
     m = _bool_mask(mask, "masked_fill_")
     xd = input._data
     check_operand(value, "masked_fill", "value", 3)
+    common_device(input, mask, value)  # NOTE [One device per op]
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(

@@ -540,19 +540,19 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     return _expand(input, target)
 
 
-@SHAPE.op(nodes=(ViewBackward0,), export=False)
+@SHAPE.op(nodes=(ViewBackward0,), export=False, same_device=False)
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     """``self.reshape(other.shape)``."""
     return reshape(self, other.shape)
 
 
-@SHAPE.op(nodes=(ExpandBackward0,), export=False)
+@SHAPE.op(nodes=(ExpandBackward0,), export=False, same_device=False)
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
     """``self.expand(other.shape)``."""
     return broadcast_to(self, other.shape)
 
 
-@SHAPE.op(nodes=(ViewBackward0,), export=False)
+@SHAPE.op(nodes=(ViewBackward0,), export=False, same_device=False)
 def view_as(self: Tensor, other: Tensor) -> Tensor:
     """``self.view(other.shape)``."""
     return view(self, other.shape)
