@@ -788,7 +788,7 @@ def _read_record(zf: zipfile.ZipFile, record: str, nbytes: int) -> np.ndarray:
     if info.file_size != nbytes:
         raise _LoadError(f"the record {record} holds {info.file_size} bytes, expected {nbytes}")
     out = np.empty(info.file_size, np.uint8)
-    view = memoryview(out)
+    view = out.data  # a writable memoryview of the buffer
     pos = 0
     with zf.open(info) as src:
         while pos < info.file_size:
@@ -825,7 +825,11 @@ def _raw_memory(root: np.ndarray) -> "np.ndarray | None":
     return None
 
 
-class _CheckpointPickler(pickle._Pickler):  # type: ignore[name-defined,misc]
+# the pure-Python pickler: typeshed does not describe its save/save_global/write/memoize
+_PyPickler: Any = pickle._Pickler  # type: ignore[attr-defined]
+
+
+class _CheckpointPickler(_PyPickler):
     """Pickles with protocol 2 as torch.save does: tensors as rebuild calls on storage records.
 
     NOTE [Shared storages on save]: arrays that view one numpy memory block
@@ -966,7 +970,7 @@ def _write_archive(obj: Any, fh: IO[bytes], archive: str) -> None:
             with zf.open(info, "w", force_zip64=zip64) as dst:
                 if isinstance(data, np.ndarray):
                     for i in range(0, data.size, 1 << 24):
-                        dst.write(memoryview(data[i:i + (1 << 24)]))
+                        dst.write(data[i:i + (1 << 24)].data)
                 else:
                     dst.write(data)
 
