@@ -55,6 +55,7 @@ __all__ = [
     "safe_globals",
     "save_safetensors",
     "load_safetensors",
+    "WeightsOnlyError",
 ]
 
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
