@@ -28,6 +28,7 @@ from __future__ import annotations
 import _compat_pickle
 import collections
 import io
+import math
 import os
 import pickle
 import secrets
@@ -72,11 +73,17 @@ class _TorchName:
     is torch's spelling, so an error or a loaded config shows the name.
     """
 
-    __slots__ = ("module", "name")
+    __slots__ = ("module", "name", "attr")
 
     def __init__(self, module: str, name: str) -> None:
         self.module = module
         self.name = name
+        # NOTE [Torch names in the fast pickler]: the C pickler writes a global only if it
+        # finds the very object under its name, so each stand-in is also a global of this
+        # module, under a name of its own; _pickle then rewrites those GLOBAL instructions
+        # to torch's names.
+        self.attr = f"_torch_global__{module.replace('.', '_')}__{name}"
+        globals().setdefault(self.attr, self)
 
     @property
     def full_name(self) -> str:
@@ -213,7 +220,7 @@ def _rebuild(storage: Any, storage_offset: Any, size: Any, stride: Any, requires
     if buf.nbytes % dt.itemsize:
         raise _LoadError(f"storage {storage.key} holds {buf.nbytes} bytes, not a whole number of {dt} elements")
     n_elements = buf.nbytes // dt.itemsize
-    numel = int(np.prod(size, dtype=np.int64)) if size else 1
+    numel = math.prod(size)
     end = storage_offset + (sum((n - 1) * s for n, s in zip(size, stride)) + 1 if numel else 0)
     if end > n_elements:
         raise _LoadError(
@@ -354,6 +361,8 @@ _SAFE_GLOBALS: dict[str, Any] = {
        for name, (np_dt, storage) in _DTYPES.items() if storage is not None},
 }
 
+_SAFE_IDS = frozenset(id(v) for v in _SAFE_GLOBALS.values())
+
 # torch refuses these modules even when a user allowlists one of their globals
 _BLOCKED_MODULES = frozenset({"sys", "os", "posix", "nt"})
 
@@ -416,7 +425,41 @@ def _refuse(file: str, message: str) -> WeightsOnlyError:
 
 # ----- the restricted unpickler -------------------------------------------------------------
 
-_OPS = pickle  # opcode constants (pickle.MARK, pickle.GLOBAL, ...)
+# pickle's opcodes, as module constants (read once per instruction by the restricted unpickler)
+_OP_APPEND = pickle.APPEND
+_OP_APPENDS = pickle.APPENDS
+_OP_BINFLOAT = pickle.BINFLOAT
+_OP_BINGET = pickle.BINGET
+_OP_BININT = pickle.BININT
+_OP_BININT1 = pickle.BININT1
+_OP_BININT2 = pickle.BININT2
+_OP_BINPERSID = pickle.BINPERSID
+_OP_BINPUT = pickle.BINPUT
+_OP_BINUNICODE = pickle.BINUNICODE
+_OP_BUILD = pickle.BUILD
+_OP_EMPTY_DICT = pickle.EMPTY_DICT
+_OP_EMPTY_LIST = pickle.EMPTY_LIST
+_OP_EMPTY_SET = pickle.EMPTY_SET
+_OP_EMPTY_TUPLE = pickle.EMPTY_TUPLE
+_OP_GLOBAL = pickle.GLOBAL
+_OP_LONG1 = pickle.LONG1
+_OP_LONG_BINGET = pickle.LONG_BINGET
+_OP_LONG_BINPUT = pickle.LONG_BINPUT
+_OP_MARK = pickle.MARK
+_OP_NEWFALSE = pickle.NEWFALSE
+_OP_NEWOBJ = pickle.NEWOBJ
+_OP_NEWTRUE = pickle.NEWTRUE
+_OP_NONE = pickle.NONE
+_OP_PROTO = pickle.PROTO
+_OP_REDUCE = pickle.REDUCE
+_OP_SETITEM = pickle.SETITEM
+_OP_SETITEMS = pickle.SETITEMS
+_OP_SHORT_BINSTRING = pickle.SHORT_BINSTRING
+_OP_STOP = pickle.STOP
+_OP_TUPLE = pickle.TUPLE
+_OP_TUPLE1 = pickle.TUPLE1
+_OP_TUPLE2 = pickle.TUPLE2
+_OP_TUPLE3 = pickle.TUPLE3
 
 
 class _WeightsOnlyUnpickler:
@@ -437,6 +480,7 @@ class _WeightsOnlyUnpickler:
         self.stack: list[Any] = []
         self.metastack: list[list[Any]] = []
         self.memo: dict[int, Any] = {}
+        self.allowed_ids = _SAFE_IDS | {id(v) for v in _user_safe_globals.values()}
 
     def read(self, n: int) -> bytes:
         pos = self.pos
@@ -475,23 +519,35 @@ class _WeightsOnlyUnpickler:
         raise _refuse(self.file, f"Unsupported global: GLOBAL {full} was not an allowed global by default.")
 
     def is_allowed(self, obj: Any) -> bool:
-        return any(obj is v for v in _SAFE_GLOBALS.values()) or any(obj is v for v in _user_safe_globals.values())
+        return id(obj) in self.allowed_ids  # the allowed objects live as long as the module (or the load)
 
     def load(self) -> Any:  # noqa: C901 - one branch per opcode, read top to bottom
         read = self.read
         while True:
             op = read(1)
-            if op == _OPS.PROTO:
-                read(1)
-            elif op == _OPS.STOP:
-                if len(self.stack) != 1 or self.metastack:
-                    raise _LoadError("data.pkl is malformed (stack not balanced at its end)")
-                return self.stack.pop()
-            elif op == _OPS.GLOBAL:
-                module = self.readline()
-                name = self.readline()
-                self.stack.append(self.find_global(module, name))
-            elif op == _OPS.REDUCE:
+            # the most frequent instructions of a state_dict's pickle first
+            if op == _OP_BINPUT:
+                self.memo[read(1)[0]] = self.stack[-1]
+            elif op == _OP_BINGET:
+                self.stack.append(self.memo[read(1)[0]])
+            elif op == _OP_MARK:
+                self.metastack.append(self.stack)
+                self.stack = []
+            elif op == _OP_BINUNICODE:
+                n = struct.unpack("<I", read(4))[0]
+                self.stack.append(str(read(n), "utf-8", "surrogatepass"))
+            elif op == _OP_BININT1:
+                self.stack.append(read(1)[0])
+            elif op == _OP_TUPLE:
+                items = self.pop_mark()
+                self.stack.append(tuple(items))
+            elif op == _OP_TUPLE2:
+                self.stack[-2:] = [(self.stack[-2], self.stack[-1])]
+            elif op == _OP_TUPLE1:
+                self.stack[-1] = (self.stack[-1],)
+            elif op == _OP_TUPLE3:
+                self.stack[-3:] = [(self.stack[-3], self.stack[-2], self.stack[-1])]
+            elif op == _OP_REDUCE:
                 args = self.stack.pop()
                 func = self.stack[-1]
                 if not self.is_allowed(func) or isinstance(func, (_TorchName, np.dtype)) or not callable(func):
@@ -499,7 +555,67 @@ class _WeightsOnlyUnpickler:
                 if not isinstance(args, tuple):
                     raise _LoadError("data.pkl is malformed (REDUCE without an argument tuple)")
                 self.stack[-1] = func(*args)
-            elif op == _OPS.NEWOBJ:
+            elif op == _OP_BINPERSID:
+                pid = self.stack.pop()
+                if type(pid) is not tuple or not pid or _ascii(pid[0]) != "storage":
+                    raise _refuse(self.file, f"Only persistent_load of storage is allowed, but got {pid!r}.")
+                self.stack.append(self.persistent_load(pid))
+            elif op == _OP_EMPTY_TUPLE:
+                self.stack.append(())
+            elif op == _OP_NEWFALSE:
+                self.stack.append(False)
+            elif op == _OP_NEWTRUE:
+                self.stack.append(True)
+            elif op == _OP_SETITEMS:
+                items = self.pop_mark()
+                self.check_dict()
+                target = self.stack[-1]
+                for i in range(0, len(items) - 1, 2):
+                    target[items[i]] = items[i + 1]
+            elif op == _OP_SETITEM:
+                value = self.stack.pop()
+                key = self.stack.pop()
+                self.check_dict()
+                self.stack[-1][key] = value
+            elif op == _OP_APPENDS:
+                items = self.pop_mark()
+                if type(self.stack[-1]) is not list:
+                    raise _refuse(self.file, f"Can only extend lists, but got {type(self.stack[-1])!r}.")
+                self.stack[-1].extend(items)
+            elif op == _OP_APPEND:
+                item = self.stack.pop()
+                if type(self.stack[-1]) is not list:
+                    raise _refuse(self.file, f"Can only append to lists, but got {type(self.stack[-1])!r}.")
+                self.stack[-1].append(item)
+            elif op == _OP_BINFLOAT:
+                self.stack.append(struct.unpack(">d", read(8))[0])
+            elif op == _OP_LONG_BINPUT:
+                self.memo[struct.unpack("<I", read(4))[0]] = self.stack[-1]
+            elif op == _OP_LONG_BINGET:
+                self.stack.append(self.memo[struct.unpack("<I", read(4))[0]])
+            elif op == _OP_BININT:
+                self.stack.append(struct.unpack("<i", read(4))[0])
+            elif op == _OP_BININT2:
+                self.stack.append(struct.unpack("<H", read(2))[0])
+            elif op == _OP_LONG1:
+                n = read(1)[0]
+                self.stack.append(pickle.decode_long(read(n)))
+            elif op == _OP_NONE:
+                self.stack.append(None)
+            elif op == _OP_EMPTY_DICT:
+                self.stack.append({})
+            elif op == _OP_EMPTY_LIST:
+                self.stack.append([])
+            elif op == _OP_EMPTY_SET:
+                self.stack.append(set())
+            elif op == _OP_SHORT_BINSTRING:
+                n = read(1)[0]
+                self.stack.append(read(n).decode("utf-8"))
+            elif op == _OP_GLOBAL:
+                module = self.readline()
+                name = self.readline()
+                self.stack.append(self.find_global(module, name))
+            elif op == _OP_NEWOBJ:
                 args = self.stack.pop()
                 cls = self.stack.pop()
                 if cls is Parameter or cls is Tensor:
@@ -508,7 +624,7 @@ class _WeightsOnlyUnpickler:
                     self.stack.append(cls.__new__(cls, *args))
                 else:
                     raise _refuse(self.file, f"Can only create new object for nn.Parameter or allowed classes, got {cls!r}.")
-            elif op == _OPS.BUILD:
+            elif op == _OP_BUILD:
                 state = self.stack.pop()
                 inst = self.stack[-1]
                 if type(inst) is collections.OrderedDict:
@@ -522,83 +638,12 @@ class _WeightsOnlyUnpickler:
                         inst.__dict__.update(state)
                 else:
                     raise _refuse(self.file, f"Can only build Tensor, Parameter, OrderedDict or allowed types, got {type(inst)!r}.")
-            elif op == _OPS.APPEND:
-                item = self.stack.pop()
-                if type(self.stack[-1]) is not list:
-                    raise _refuse(self.file, f"Can only append to lists, but got {type(self.stack[-1])!r}.")
-                self.stack[-1].append(item)
-            elif op == _OPS.APPENDS:
-                items = self.pop_mark()
-                if type(self.stack[-1]) is not list:
-                    raise _refuse(self.file, f"Can only extend lists, but got {type(self.stack[-1])!r}.")
-                self.stack[-1].extend(items)
-            elif op == _OPS.SETITEM:
-                value = self.stack.pop()
-                key = self.stack.pop()
-                self.check_dict()
-                self.stack[-1][key] = value
-            elif op == _OPS.SETITEMS:
-                items = self.pop_mark()
-                self.check_dict()
-                target = self.stack[-1]
-                for i in range(0, len(items) - 1, 2):
-                    target[items[i]] = items[i + 1]
-            elif op == _OPS.MARK:
-                self.metastack.append(self.stack)
-                self.stack = []
-            elif op == _OPS.TUPLE:
-                items = self.pop_mark()
-                self.stack.append(tuple(items))
-            elif op == _OPS.TUPLE1:
-                self.stack[-1] = (self.stack[-1],)
-            elif op == _OPS.TUPLE2:
-                self.stack[-2:] = [(self.stack[-2], self.stack[-1])]
-            elif op == _OPS.TUPLE3:
-                self.stack[-3:] = [(self.stack[-3], self.stack[-2], self.stack[-1])]
-            elif op == _OPS.NONE:
-                self.stack.append(None)
-            elif op == _OPS.NEWFALSE:
-                self.stack.append(False)
-            elif op == _OPS.NEWTRUE:
-                self.stack.append(True)
-            elif op == _OPS.EMPTY_TUPLE:
-                self.stack.append(())
-            elif op == _OPS.EMPTY_LIST:
-                self.stack.append([])
-            elif op == _OPS.EMPTY_DICT:
-                self.stack.append({})
-            elif op == _OPS.EMPTY_SET:
-                self.stack.append(set())
-            elif op == _OPS.BININT:
-                self.stack.append(struct.unpack("<i", read(4))[0])
-            elif op == _OPS.BININT1:
-                self.stack.append(read(1)[0])
-            elif op == _OPS.BININT2:
-                self.stack.append(struct.unpack("<H", read(2))[0])
-            elif op == _OPS.LONG1:
-                n = read(1)[0]
-                self.stack.append(pickle.decode_long(read(n)))
-            elif op == _OPS.BINFLOAT:
-                self.stack.append(struct.unpack(">d", read(8))[0])
-            elif op == _OPS.BINUNICODE:
-                n = struct.unpack("<I", read(4))[0]
-                self.stack.append(str(read(n), "utf-8", "surrogatepass"))
-            elif op == _OPS.SHORT_BINSTRING:
-                n = read(1)[0]
-                self.stack.append(read(n).decode("utf-8"))
-            elif op == _OPS.BINPERSID:
-                pid = self.stack.pop()
-                if type(pid) is not tuple or not pid or _ascii(pid[0]) != "storage":
-                    raise _refuse(self.file, f"Only persistent_load of storage is allowed, but got {pid!r}.")
-                self.stack.append(self.persistent_load(pid))
-            elif op == _OPS.BINGET:
-                self.stack.append(self.memo[read(1)[0]])
-            elif op == _OPS.LONG_BINGET:
-                self.stack.append(self.memo[struct.unpack("<I", read(4))[0]])
-            elif op == _OPS.BINPUT:
-                self.memo[read(1)[0]] = self.stack[-1]
-            elif op == _OPS.LONG_BINPUT:
-                self.memo[struct.unpack("<I", read(4))[0]] = self.stack[-1]
+            elif op == _OP_PROTO:
+                read(1)
+            elif op == _OP_STOP:
+                if len(self.stack) != 1 or self.metastack:
+                    raise _LoadError("data.pkl is malformed (stack not balanced at its end)")
+                return self.stack.pop()
             else:
                 raise _refuse(self.file, f"Unsupported operand {op[0]} (pickle opcode {op!r}).")
 
@@ -826,12 +871,12 @@ def _raw_memory(root: np.ndarray) -> "np.ndarray | None":
     return None
 
 
-# the pure-Python pickler: typeshed does not describe its save/save_global/write/memoize
-_PyPickler: Any = pickle._Pickler  # type: ignore[attr-defined]
+class _UsePurePickler(Exception):
+    """The C pickler met something only the pure-Python one can write (a dtype as a value)."""
 
 
-class _CheckpointPickler(_PyPickler):
-    """Pickles with protocol 2 as torch.save does: tensors as rebuild calls on storage records.
+class _TensorReducer:
+    """How both picklers write tensors: as torch.save does, rebuild calls on storage records.
 
     NOTE [Shared storages on save]: arrays that view one numpy memory block
     (a tensor, its slices, its transpose) are written as one storage record and
@@ -840,43 +885,26 @@ class _CheckpointPickler(_PyPickler):
     storage's first one, memory numpy does not own in one block) is written as
     its own contiguous copy. As in torch, a view saves its whole storage:
     ``clone()`` a small slice of a large tensor before saving it alone.
-
-    The pure-Python pickler is used because its ``save_global`` can be taught
-    to write torch's global names without importing torch.
     """
 
-    def __init__(self, file: IO[bytes]) -> None:
-        super().__init__(file, protocol=2)
+    def _init_storages(self) -> None:
         self.records: list[_StorageRecord] = []
         self._by_block: dict[int, tuple[_StorageRecord, np.ndarray, int]] = {}
-        self._keep: list[Any] = []  # roots kept alive so their id() stays unique while pickling
+        self._keep: list[Any] = []  # roots and copies kept alive, so their id() stays unique while pickling
 
     def persistent_id(self, obj: Any) -> Any:
         if type(obj) is _StorageRecord:
             return obj.pid
         return None
 
-    def save(self, obj: Any, save_persistent_id: bool = True) -> None:
-        if isinstance(obj, np.dtype) and obj in _TORCH_DTYPE_NAMES:
-            obj = _TORCH_DTYPE_NAMES[obj]  # a dtype as a value: torch's dtype global
-        super().save(obj, save_persistent_id)
-
-    def save_global(self, obj: Any, name: Any = None) -> None:
-        if isinstance(obj, _TorchName):
-            self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
-            self.memoize(obj)
-            return
-        super().save_global(obj, name)
-
-    def reducer_override(self, obj: Any) -> Any:
+    def reduce_value(self, obj: Any) -> Any:
+        """The reduce tuple of a tensor or a device, else NotImplemented."""
         if isinstance(obj, Tensor):
             if isinstance(obj, Parameter):
                 return (_REBUILD_PARAMETER, (_PlainTensor(obj), obj.requires_grad, collections.OrderedDict()))
             return self.tensor_reduce(obj, obj.requires_grad)
         if type(obj) is _PlainTensor:
             return self.tensor_reduce(obj.tensor, False)
-        if isinstance(obj, _TorchName):
-            return obj.name  # saved by save_global above
         if isinstance(obj, Device):
             return (_TORCH_DEVICE, ("cpu" if obj.type == "cpu" else str(obj),))
         return NotImplemented
@@ -901,31 +929,114 @@ class _CheckpointPickler(_PyPickler):
         root = arr
         while isinstance(root.base, np.ndarray):
             root = root.base
-        block = self._by_block.get(id(root))
-        if block is None:
+        block = self._by_block.get(id(root)) if arr.size else None
+        if block is None and arr.size:
             raw = _raw_memory(root)
-            if raw is not None:
+            if raw is not None and raw.size % item == 0:
                 record = _StorageRecord(str(len(self.records)), raw, arr.dtype)
                 block = (record, root, root.__array_interface__["data"][0])
-                if raw.size % item == 0:
-                    self.records.append(record)
-                    self._by_block[id(root)] = block
-                    self._keep.append(root)
-                else:
-                    block = None
-        if block is not None and arr.size:
+                self.records.append(record)
+                self._by_block[id(root)] = block
+                self._keep.append(root)
+        if block is not None:
             record, root, base_ptr = block
             start = arr.__array_interface__["data"][0] - base_ptr
-            span = sum((n - 1) * s for n, s in zip(arr.shape, arr.strides)) + item if arr.size else 0
+            span = sum((n - 1) * s for n, s in zip(arr.shape, arr.strides)) + item
             if (record.dtype == arr.dtype and start % item == 0 and all(s >= 0 and s % item == 0 for s in arr.strides)
                     and 0 <= start and start + span <= record.buffer.size):
                 return record, start // item, tuple(s // item for s in arr.strides)
-        # a view torch cannot express: its own contiguous copy
+        # a view torch cannot express, or an empty tensor: its own contiguous copy
         copy = np.ascontiguousarray(arr)
         record = _StorageRecord(str(len(self.records)), copy.reshape(-1).view(np.uint8), arr.dtype)
         self.records.append(record)
         self._keep.append(copy)
-        return record, 0, tuple(s // item for s in copy.strides) if copy.size else _contiguous_strides(arr.shape)
+        return record, 0, _contiguous_strides(arr.shape)
+
+
+class _FastPickler(_TensorReducer, pickle.Pickler):
+    """The C pickler, writing aiograd-module stand-ins for torch's globals (NOTE [Torch names in the fast pickler])."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        super().__init__(file, protocol=2)
+        self._init_storages()
+        self.used: set[_TorchName] = set()
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, _TorchName):
+            name: _TorchName = obj
+            if globals().get(name.attr) is not name:
+                raise _UsePurePickler  # a duplicate of a registered stand-in
+            self.used.add(name)
+            return name.attr
+        if isinstance(obj, np.dtype) and obj in _TORCH_DTYPE_NAMES:
+            raise _UsePurePickler  # a dtype as a value must be a bare torch global: only the pure pickler writes those
+        return self.reduce_value(obj)
+
+    def torch_pickle(self, data: bytes) -> "bytes | None":
+        """``data`` with each stand-in's GLOBAL instruction renamed to torch's name, or None if ambiguous.
+
+        Each stand-in is written once (later uses are memo lookups), so its
+        instruction's bytes occur exactly once, unless a string in the data
+        happens to contain them too: then the caller falls back to the pure pickler.
+        """
+        for name in self.used:
+            stand_in = b"c" + f"{__name__}\n{name.attr}\n".encode()
+            if data.count(stand_in) != 1:
+                return None
+            data = data.replace(stand_in, b"c" + f"{name.module}\n{name.name}\n".encode())
+        return data
+
+
+# the pure-Python pickler: typeshed does not describe its save/save_global/write/memoize
+_PyPickler: Any = pickle._Pickler  # type: ignore[attr-defined]
+
+
+class _PurePickler(_TensorReducer, _PyPickler):
+    """The pure-Python pickler, whose ``save_global`` writes torch's names directly.
+
+    Slower (about 3x on a state_dict of small tensors), so used only where the
+    C pickler cannot be: for dtypes pickled as values, and for data that contains
+    a stand-in's name.
+    """
+
+    def __init__(self, file: IO[bytes]) -> None:
+        super().__init__(file, protocol=2)
+        self._init_storages()
+
+    def save(self, obj: Any, save_persistent_id: bool = True) -> None:
+        if isinstance(obj, np.dtype) and obj in _TORCH_DTYPE_NAMES:
+            obj = _TORCH_DTYPE_NAMES[obj]  # a dtype as a value: torch's dtype global
+        super().save(obj, save_persistent_id)
+
+    def save_global(self, obj: Any, name: Any = None) -> None:
+        if isinstance(obj, _TorchName):
+            self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("utf-8"))
+            self.memoize(obj)
+            return
+        super().save_global(obj, name)
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, _TorchName):
+            return obj.name  # written by save_global above
+        return self.reduce_value(obj)
+
+
+def _pickle(obj: Any) -> tuple[bytes, list[_StorageRecord]]:
+    """``obj`` pickled as torch.save pickles (protocol 2), and the storage records its tensors name."""
+    buf = io.BytesIO()
+    fast = _FastPickler(buf)
+    try:
+        fast.dump(obj)
+    except _UsePurePickler:
+        pass
+    else:
+        data = fast.torch_pickle(buf.getvalue())
+        if data is not None:
+            return data, fast.records
+    buf = io.BytesIO()
+    pure = _PurePickler(buf)
+    pure.dump(obj)
+    return buf.getvalue(), pure.records
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -951,9 +1062,7 @@ _ALIGNMENT = 64  # torch aligns each storage record's data to 64 bytes (its .sto
 
 def _write_archive(obj: Any, fh: IO[bytes], archive: str) -> None:
     """Write ``obj`` to ``fh`` as torch.save's zip archive."""
-    buf = io.BytesIO()
-    pickler = _CheckpointPickler(buf)
-    pickler.dump(obj)
+    pkl, records = _pickle(obj)
     start = fh.tell() if fh.seekable() else 0
     with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
         def record(name: str, data: "bytes | np.ndarray") -> None:
@@ -975,11 +1084,11 @@ def _write_archive(obj: Any, fh: IO[bytes], archive: str) -> None:
                 else:
                     dst.write(data)
 
-        record("data.pkl", buf.getvalue())
+        record("data.pkl", pkl)
         record(".format_version", b"1")
         record(".storage_alignment", str(_ALIGNMENT).encode())
         record("byteorder", sys.byteorder.encode())
-        for rec in pickler.records:
+        for rec in records:
             record(f"data/{rec.key}", rec.buffer)
         record("version", b"3\n")
         record(".data/serialization_id", str(secrets.randbits(128)).zfill(40).encode())
