@@ -173,7 +173,7 @@ class _LoadedStorage:
 
     __slots__ = ("data", "dtype", "device", "key")
 
-    def __init__(self, data: np.ndarray, dtype: "np.dtype | None", device: Device, key: str) -> None:
+    def __init__(self, data: np.ndarray, dtype: np.dtype, device: Device, key: str) -> None:
         self.data = data  # uint8, one flat buffer
         self.dtype = dtype
         self.device = device
@@ -472,9 +472,9 @@ class _WeightsOnlyUnpickler:
     objects, appends only to lists, item sets only to dicts.
     """
 
-    def __init__(self, data: bytes, file: str, persistent_load: Callable[[Any], Any]) -> None:
+    def __init__(self, data: bytes, file: str, persistent_load: Callable[[Any], Any], pos: int = 0) -> None:
         self.data = data
-        self.pos = 0
+        self.pos = pos
         self.file = file
         self.persistent_load = persistent_load
         self.stack: list[Any] = []
@@ -486,14 +486,14 @@ class _WeightsOnlyUnpickler:
         pos = self.pos
         end = pos + n
         if end > len(self.data):
-            raise _LoadError("data.pkl ends in the middle of an instruction (truncated)")
+            raise _LoadError("the pickle ends in the middle of an instruction (truncated)")
         self.pos = end
         return self.data[pos:end]
 
     def readline(self) -> str:
         end = self.data.find(b"\n", self.pos)
         if end < 0:
-            raise _LoadError("data.pkl ends in the middle of an instruction (truncated)")
+            raise _LoadError("the pickle ends in the middle of an instruction (truncated)")
         line = self.data[self.pos:end]
         self.pos = end + 1
         return line.decode("utf-8")
@@ -718,7 +718,11 @@ def load(f: FileLike, map_location: MapLocation = None, *, weights_only: "bool |
     saved location tags (``{"cuda:0": "cpu"}``) or a callable
     ``fn(storage, location)`` returning a storage or ``None``; a file saved
     from a GPU needs ``map_location="cpu"``, as in torch. A path ending in
-    ``.safetensors`` is read with ``load_safetensors``, as torch.load does.
+    ``.safetensors`` is read with ``load_safetensors``, as torch.load does;
+    files in torch's format before 1.6 (no zip archive) load too.
+
+    A truncated or corrupt file raises a RuntimeError naming the file and
+    what is wrong.
     """
     if weights_only is None:
         weights_only = True
@@ -746,29 +750,62 @@ def _load(fh: IO[bytes], name: str, map_location: MapLocation, weights_only: boo
     start = fh.tell()
     head = fh.read(4)
     fh.seek(start)
-    if head[:2] != b"PK":
-        if head[:1] == b"\x80":
-            raise _corrupt(name, "it is in torch's legacy format (torch < 1.6, not a zip archive), which aiograd "
-                                 "does not read; re-save it with a newer torch (torch.save)")
-        if not head:
-            raise _corrupt(name, "the file is empty")
+    if not head:
+        raise _corrupt(name, "the file is empty")
+    if head[:2] != b"PK" and head[:1] != b"\x80":
         raise _corrupt(name, "it is not a torch checkpoint (not a zip archive)")
     try:
-        zf = zipfile.ZipFile(fh)
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
-        raise _corrupt(name, f"the zip archive is truncated or corrupt ({err}); "
-                             "PytorchStreamReader failed reading zip archive") from None
-    with zf:
+        if head[:1] == b"\x80":
+            return _load_legacy(fh.read(), name, map_location, weights_only)
         try:
+            zf = zipfile.ZipFile(fh)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
+            raise _LoadError(f"the zip archive is truncated or corrupt ({err}); "
+                             "PytorchStreamReader failed reading zip archive") from None
+        with zf:
             return _load_archive(zf, name, map_location, weights_only)
-        except _LoadError as err:
-            raise _corrupt(name, str(err)) from None
-        except (zipfile.BadZipFile, EOFError, OSError, struct.error, UnicodeDecodeError) as err:
-            raise _corrupt(name, f"the archive is corrupt ({type(err).__name__}: {err})") from None
-        except (pickle.UnpicklingError, IndexError, KeyError, TypeError, ValueError, AttributeError) as err:
-            if isinstance(err, WeightsOnlyError):
-                raise
-            raise _corrupt(name, f"its data.pkl is corrupt ({type(err).__name__}: {err})") from None
+    except _LoadError as err:
+        raise _corrupt(name, str(err)) from None
+    except (zipfile.BadZipFile, EOFError, struct.error, UnicodeDecodeError) as err:
+        raise _corrupt(name, f"the file is corrupt ({type(err).__name__}: {err})") from None
+    except pickle.UnpicklingError as err:
+        if isinstance(err, WeightsOnlyError):
+            raise
+        raise _corrupt(name, f"its pickle is corrupt ({err})") from None
+    except (IndexError, KeyError, TypeError, ValueError, AttributeError) as err:
+        if not weights_only:  # raised by the file's own classes, under weights_only=False: theirs to report
+            raise
+        # the restricted unpickler's stack and memo operations on a malformed pickle
+        raise _corrupt(name, f"its pickle is corrupt ({type(err).__name__}: {err})") from None
+
+
+def _storage_dtype(storage_type: Any) -> np.dtype:
+    if not isinstance(storage_type, _StorageType):
+        raise _LoadError(f"storage type {storage_type!r} is not one of torch's storage classes")
+    if storage_type.dtype is None:
+        return _need_dtype(_TorchName("torch", storage_type.torch_dtype))
+    return storage_type.dtype
+
+
+def _place(storage: _LoadedStorage, location: Any, map_location: MapLocation) -> _LoadedStorage:
+    """Put a storage where ``map_location`` says, given the location tag it was saved with.
+
+    As torch: a callable gets ``(storage, location)`` and returns a storage or
+    None (the default placement); a dict renames tags; a device or a string is
+    where every storage goes; None keeps the saved tag, which must name a
+    device aiograd has.
+    """
+    location = str(_ascii(location))
+    if callable(map_location) and not isinstance(map_location, (str, Device, dict)):
+        mapped = map_location(storage, location)
+        if mapped is None:
+            storage.device = _restore_device(None, location)
+            return storage
+        if not isinstance(mapped, _LoadedStorage):
+            raise _LoadError(f"map_location returned {type(mapped).__name__}, expected the storage it was given or None")
+        return mapped
+    storage.device = _restore_device(map_location, location)
+    return storage
 
 
 def _load_archive(zf: zipfile.ZipFile, name: str, map_location: MapLocation, weights_only: bool) -> Any:
@@ -792,38 +829,102 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location: MapLocation, wei
         if type(pid) is not tuple or len(pid) != 5 or _ascii(pid[0]) != "storage":
             raise _LoadError(f"persistent id {pid!r} is not a storage")
         _, storage_type, key, location, numel = pid
-        if not isinstance(storage_type, _StorageType):
-            raise _LoadError(f"storage type {storage_type!r} is not one of torch's storage classes")
         key = str(_ascii(key))
         if key in storages:
             return storages[key]
-        dtype = storage_type.dtype
-        if dtype is None:
-            _need_dtype(_TorchName("torch", storage_type.torch_dtype))
-            raise AssertionError("unreachable")
+        dtype = _storage_dtype(storage_type)
         if type(numel) is not int or numel < 0:
             raise _LoadError(f"storage {key} has {numel!r} elements")
         data = _read_record(zf, f"{prefix}data/{key}", numel * dtype.itemsize)
         if byteorder != sys.byteorder and dtype.itemsize > 1:
             data.view(dtype).byteswap(inplace=True)
-        location = str(_ascii(location))
-        storage = _LoadedStorage(data, dtype, CPU, key)
-        if callable(map_location) and not isinstance(map_location, (str, Device, dict)):
-            mapped = map_location(storage, location)
-            if mapped is not None and not isinstance(mapped, _LoadedStorage):
-                raise TypeError(f"map_location returned {type(mapped).__name__}, expected the storage it was given or None")
-            storage = mapped if mapped is not None else storage
-            if mapped is None:
-                storage.device = _restore_device(None, location)
-        else:
-            storage.device = _restore_device(map_location, location)
-        storages[key] = storage
+        storages[key] = storage = _place(_LoadedStorage(data, dtype, CPU, key), location, map_location)
         return storage
 
     pkl = zf.read(f"{prefix}data.pkl")
+    return _unpickle(pkl, 0, name, persistent_load, weights_only)[0]
+
+
+def _unpickle(data: bytes, pos: int, name: str, persistent_load: Callable[[Any], Any],
+              weights_only: bool) -> tuple[Any, int]:
+    """The object pickled at ``data[pos:]``, and where its pickle ends."""
     if weights_only:
-        return _WeightsOnlyUnpickler(pkl, name, persistent_load).load()
-    return _FullUnpickler(io.BytesIO(pkl), persistent_load).load()
+        unpickler = _WeightsOnlyUnpickler(data, name, persistent_load, pos)
+        return unpickler.load(), unpickler.pos
+    stream = io.BytesIO(data)
+    stream.seek(pos)
+    return _FullUnpickler(stream, persistent_load).load(), stream.tell()
+
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C  # the first pickle of torch's format before 1.6
+_LEGACY_PROTOCOL = 1001
+
+
+def _load_legacy(data: bytes, name: str, map_location: MapLocation, weights_only: bool) -> Any:
+    """Read torch's format before 1.6 (``_use_new_zipfile_serialization=False``): pickles back to back.
+
+    Five pickles (magic number, protocol version, system info, the object,
+    the list of storage keys) then each storage's raw data, in that key
+    order: its element count as a little-endian int64, then its bytes
+    (little-endian). The object's tensors name storages that are filled only
+    after it is unpickled; views of one storage are slices of one buffer.
+    """
+    def no_storage(pid: Any) -> Any:
+        raise _LoadError("a persistent id outside the object's pickle")
+
+    magic, pos = _unpickle(data, 0, name, no_storage, weights_only)
+    if magic != _LEGACY_MAGIC:
+        raise _LoadError("it is not a torch checkpoint (a pickle without torch's magic number)")
+    version, pos = _unpickle(data, pos, name, no_storage, weights_only)
+    if version != _LEGACY_PROTOCOL:
+        raise _LoadError(f"its legacy protocol version is {version!r}, not {_LEGACY_PROTOCOL}")
+    _, pos = _unpickle(data, pos, name, no_storage, weights_only)  # system info; the data is little-endian anyway
+
+    roots: dict[str, _LoadedStorage] = {}
+    views: dict[str, _LoadedStorage] = {}
+
+    def persistent_load(pid: Any) -> _LoadedStorage:
+        if type(pid) is not tuple or len(pid) != 6 or _ascii(pid[0]) != "storage":
+            raise _LoadError(f"persistent id {pid!r} is not a storage")
+        _, storage_type, key, location, numel, view = pid
+        dtype = _storage_dtype(storage_type)
+        key = str(_ascii(key))
+        root = roots.get(key)
+        if root is None:
+            if type(numel) is not int or not 0 <= numel * dtype.itemsize <= len(data):
+                raise _LoadError(f"storage {key} claims {numel!r} elements, more than the file holds")
+            roots[key] = root = _place(_LoadedStorage(np.zeros(numel * dtype.itemsize, np.uint8), dtype, CPU, key),
+                                       location, map_location)
+        if view is None:
+            return root
+        view_key, offset, size = view
+        view_key = str(_ascii(view_key))
+        if view_key not in views:
+            item = dtype.itemsize
+            if not (type(offset) is int and type(size) is int and 0 <= offset and 0 <= size
+                    and (offset + size) * item <= root.data.nbytes):
+                raise _LoadError(f"storage view {view_key} lies outside storage {key}")
+            views[view_key] = _LoadedStorage(root.data[offset * item:(offset + size) * item], dtype, root.device,
+                                             view_key)
+        return views[view_key]
+
+    obj, pos = _unpickle(data, pos, name, persistent_load, weights_only)
+    keys, pos = _unpickle(data, pos, name, no_storage, weights_only)
+    if not isinstance(keys, list):
+        raise _LoadError("its list of storage keys is missing")
+    for key in keys:
+        storage = roots.get(str(_ascii(key)))
+        if storage is None or pos + 8 > len(data):
+            raise _LoadError(f"the data of storage {key} is missing (the file is truncated or corrupt)")
+        numel = int.from_bytes(data[pos:pos + 8], "little")
+        nbytes = numel * storage.dtype.itemsize
+        if nbytes != storage.data.nbytes or pos + 8 + nbytes > len(data):
+            raise _LoadError(f"the data of storage {key} is truncated or does not match its tensors")
+        storage.data[:] = np.frombuffer(data, np.uint8, nbytes, pos + 8)
+        if sys.byteorder != "little" and storage.dtype.itemsize > 1:
+            storage.data.view(storage.dtype).byteswap(inplace=True)
+        pos += 8 + nbytes
+    return obj
 
 
 def _read_record(zf: zipfile.ZipFile, record: str, nbytes: int) -> np.ndarray:

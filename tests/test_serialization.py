@@ -178,6 +178,20 @@ def test_torch_every_dtype_aiograd_has_loads(expected: dict[str, np.ndarray]) ->
     assert r["empty"].shape == (0, 4)
 
 
+def test_torch_legacy_format_loads(expected: dict[str, np.ndarray]) -> None:
+    r = ag.load(DATA / "legacy.pt")  # written with _use_new_zipfile_serialization=False
+    for key, value in r["state"].items():
+        np.testing.assert_array_equal(value.numpy(), expected[f"model_state.{key}"])
+    for key, value in r["shared"].items():
+        np.testing.assert_array_equal(value.numpy(), expected[f"shared.{key}"])
+        assert np.shares_memory(value.numpy(), r["shared"]["base"].numpy()), key
+    assert all(type(p) is nn.Parameter for p in r["params"])
+    assert ag.load(DATA / "legacy.pt", weights_only=False)["state"].keys() == r["state"].keys()
+    data = (DATA / "legacy.pt").read_bytes()
+    with pytest.raises(RuntimeError, match=r"cannot load <BytesIO>: the data of storage .* truncated"):
+        ag.load(io.BytesIO(data[:-10]))
+
+
 def test_torch_dtype_aiograd_lacks_is_named() -> None:
     with pytest.raises(RuntimeError, match=r"bfloat16\.pt.*dtype torch\.bfloat16, which aiograd does not have"):
         ag.load(DATA / "bfloat16.pt")
@@ -496,8 +510,8 @@ def test_a_corrupt_file_is_reported_naming_it_and_the_problem(tmp_path: Path, da
         bad, phrase = _rewrite(good, lambda n, d: d[:-4] if n.endswith("data/0") else d), "expected 256"
     elif damage == "pickle_truncated":
         bad, phrase = _rewrite(good, lambda n, d: d[:-9] if n.endswith("data.pkl") else d), "truncated"
-    else:
-        bad, phrase = pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2), "legacy format"
+    else:  # torch's format before 1.6, cut after its magic number
+        bad, phrase = pickle.dumps(0x1950A86A20F9469CFC6C, protocol=2), "pickle ends in the middle"
     path = tmp_path / "broken.pt"
     path.write_bytes(bad)
     with pytest.raises(RuntimeError) as info:

@@ -124,6 +124,10 @@ def main() -> None:
     for k, v in dtypes.items():
         expected[f"dtypes.{k}"] = v.numpy()
 
+    # torch's format before 1.6 (pickles back to back, no zip), still found in old pretrained files
+    legacy = {"state": net.state_dict(), "shared": shared, "params": list(net.fc.parameters())}
+    torch.save(legacy, OUT / "legacy.pt", _use_new_zipfile_serialization=False)
+
     # a dtype aiograd does not have: loading names it
     torch.save({"w": torch.ones(2, dtype=torch.bfloat16)}, OUT / "bfloat16.pt")
 
