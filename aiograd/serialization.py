@@ -763,7 +763,7 @@ def _load(fh: IO[bytes], name: str, map_location: MapLocation, weights_only: boo
             raise _LoadError(f"the zip archive is truncated or corrupt ({err}); "
                              "PytorchStreamReader failed reading zip archive") from None
         with zf:
-            return _load_archive(zf, name, map_location, weights_only)
+            return _load_archive(zf, name, map_location, weights_only, fh.seek(0, os.SEEK_END))
     except _LoadError as err:
         raise _corrupt(name, str(err)) from None
     except (zipfile.BadZipFile, EOFError, struct.error, UnicodeDecodeError) as err:
@@ -808,7 +808,8 @@ def _place(storage: _LoadedStorage, location: Any, map_location: MapLocation) ->
     return storage
 
 
-def _load_archive(zf: zipfile.ZipFile, name: str, map_location: MapLocation, weights_only: bool) -> Any:
+def _load_archive(zf: zipfile.ZipFile, name: str, map_location: MapLocation, weights_only: bool,
+                  archive_size: int) -> Any:
     names = zf.namelist()
     if not names or "/" not in names[0]:
         raise _LoadError("the archive has no top-level folder (file in archive is not in a subdirectory)")
@@ -835,7 +836,7 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location: MapLocation, wei
         dtype = _storage_dtype(storage_type)
         if type(numel) is not int or numel < 0:
             raise _LoadError(f"storage {key} has {numel!r} elements")
-        data = _read_record(zf, f"{prefix}data/{key}", numel * dtype.itemsize)
+        data = _read_record(zf, f"{prefix}data/{key}", numel * dtype.itemsize, archive_size)
         if byteorder != sys.byteorder and dtype.itemsize > 1:
             data.view(dtype).byteswap(inplace=True)
         storages[key] = storage = _place(_LoadedStorage(data, dtype, CPU, key), location, map_location)
@@ -927,13 +928,16 @@ def _load_legacy(data: bytes, name: str, map_location: MapLocation, weights_only
     return obj
 
 
-def _read_record(zf: zipfile.ZipFile, record: str, nbytes: int) -> np.ndarray:
+def _read_record(zf: zipfile.ZipFile, record: str, nbytes: int, archive_size: int) -> np.ndarray:
+    """The bytes of one storage record, checked against what the tensors and the file say."""
     try:
         info = zf.getinfo(record)
     except KeyError:
         raise _LoadError(f"the record {record} is missing (the file is truncated or corrupt)") from None
     if info.file_size != nbytes:
         raise _LoadError(f"the record {record} holds {info.file_size} bytes, expected {nbytes}")
+    if info.compress_type == zipfile.ZIP_STORED and info.header_offset + info.compress_size > archive_size:
+        raise _LoadError(f"the record {record} claims {info.file_size} bytes, more than the file holds")
     out = np.empty(info.file_size, np.uint8)
     view = out.data  # a writable memoryview of the buffer
     pos = 0

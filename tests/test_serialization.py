@@ -483,6 +483,9 @@ def test_paths_pathlikes_and_file_objects(tmp_path: Path) -> None:
             return self.data.readinto(b)
 
     assert ag.load(Stream((tmp_path / "a.pt").read_bytes())).tolist() == [0.0, 1.0, 2.0, 3.0]
+    stream = io.BytesIO(b"header" + (tmp_path / "a.pt").read_bytes())  # a checkpoint inside a larger stream
+    stream.seek(6)
+    assert ag.load(stream).tolist() == [0.0, 1.0, 2.0, 3.0]
     with pytest.raises(TypeError, match="path or a binary file object"):
         ag.save(t, 3)  # type: ignore[arg-type]
 
