@@ -36,6 +36,7 @@ import stat
 import struct
 import sys
 import zipfile
+import zlib
 from codecs import encode as _codecs_encode
 from contextlib import contextmanager
 from typing import IO, Any, Callable, Iterator, Union
@@ -702,7 +703,8 @@ def _restore_device(map_location: MapLocation, location: str) -> Device:
         ) from None
 
 
-def load(f: FileLike, map_location: MapLocation = None, *, weights_only: "bool | None" = True) -> Any:
+def load(f: FileLike, map_location: MapLocation = None, *, weights_only: "bool | None" = True,
+         mmap: "bool | None" = None) -> Any:
     """Load an object saved by ``ag.save`` or ``torch.save`` (torch's zip format), as torch.load does.
 
     ``weights_only=True`` (the default, as in torch >= 2.6) runs the pickle with
@@ -721,12 +723,20 @@ def load(f: FileLike, map_location: MapLocation = None, *, weights_only: "bool |
     ``.safetensors`` is read with ``load_safetensors``, as torch.load does;
     files in torch's format before 1.6 (no zip archive) load too.
 
+    ``mmap=True`` maps each storage record of the file instead of reading it
+    (the file must be a path or a file on disk): tensors are read lazily, page
+    by page, when used, and are copy-on-write (changing one never changes the
+    file). Large checkpoints then load in no time and take memory only for
+    what is used.
+
     A truncated or corrupt file raises a RuntimeError naming the file and
     what is wrong.
     """
     if weights_only is None:
         weights_only = True
     name = _file_name(f)
+    if mmap and not (isinstance(f, (str, os.PathLike)) or _has_fileno(f)):
+        raise ValueError("f must be a file path or a file on disk in order to use the mmap argument")
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         if path.endswith(".safetensors"):
@@ -734,19 +744,27 @@ def load(f: FileLike, map_location: MapLocation = None, *, weights_only: "bool |
                 raise RuntimeError("Loading a safetensors file takes map_location as a device string or device only")
             return load_safetensors(path, device=str(map_location) if map_location is not None else "cpu")
         with open(path, "rb") as fh:
-            return _load(fh, name, map_location, weights_only)
+            return _load(fh, name, map_location, weights_only, bool(mmap))
     if not hasattr(f, "read"):
         raise TypeError(f"ag.load expects a path or a binary file object, got {type(f).__name__}")
     if not (hasattr(f, "seek") and f.seekable()):
         f = io.BytesIO(f.read())
-    return _load(f, name, map_location, weights_only)
+    return _load(f, name, map_location, weights_only, bool(mmap))
+
+
+def _has_fileno(f: Any) -> bool:
+    try:
+        f.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return False
+    return True
 
 
 def _corrupt(name: str, problem: str) -> RuntimeError:
     return RuntimeError(f"cannot load {name}: {problem}")
 
 
-def _load(fh: IO[bytes], name: str, map_location: MapLocation, weights_only: bool) -> Any:
+def _load(fh: IO[bytes], name: str, map_location: MapLocation, weights_only: bool, mmap: bool = False) -> Any:
     start = fh.tell()
     head = fh.read(4)
     fh.seek(start)
@@ -756,6 +774,9 @@ def _load(fh: IO[bytes], name: str, map_location: MapLocation, weights_only: boo
         raise _corrupt(name, "it is not a torch checkpoint (not a zip archive)")
     try:
         if head[:1] == b"\x80":
+            if mmap:
+                raise _LoadError("mmap can only be used with files saved by ag.save or by torch.save "
+                                 "(_use_new_zipfile_serialization=True), not torch's legacy format")
             return _load_legacy(fh.read(), name, map_location, weights_only)
         try:
             zf = zipfile.ZipFile(fh)
@@ -763,7 +784,7 @@ def _load(fh: IO[bytes], name: str, map_location: MapLocation, weights_only: boo
             raise _LoadError(f"the zip archive is truncated or corrupt ({err}); "
                              "PytorchStreamReader failed reading zip archive") from None
         with zf:
-            return _load_archive(zf, name, map_location, weights_only, fh.seek(0, os.SEEK_END))
+            return _load_archive(zf, fh, name, map_location, weights_only, fh.seek(0, os.SEEK_END), mmap)
     except _LoadError as err:
         raise _corrupt(name, str(err)) from None
     except (zipfile.BadZipFile, EOFError, struct.error, UnicodeDecodeError) as err:
@@ -808,8 +829,8 @@ def _place(storage: _LoadedStorage, location: Any, map_location: MapLocation) ->
     return storage
 
 
-def _load_archive(zf: zipfile.ZipFile, name: str, map_location: MapLocation, weights_only: bool,
-                  archive_size: int) -> Any:
+def _load_archive(zf: zipfile.ZipFile, fh: IO[bytes], name: str, map_location: MapLocation, weights_only: bool,
+                  archive_size: int, mmap: bool) -> Any:
     names = zf.namelist()
     if not names or "/" not in names[0]:
         raise _LoadError("the archive has no top-level folder (file in archive is not in a subdirectory)")
@@ -836,7 +857,7 @@ def _load_archive(zf: zipfile.ZipFile, name: str, map_location: MapLocation, wei
         dtype = _storage_dtype(storage_type)
         if type(numel) is not int or numel < 0:
             raise _LoadError(f"storage {key} has {numel!r} elements")
-        data = _read_record(zf, f"{prefix}data/{key}", numel * dtype.itemsize, archive_size)
+        data = _read_record(zf, fh, f"{prefix}data/{key}", numel * dtype.itemsize, archive_size, mmap)
         if byteorder != sys.byteorder and dtype.itemsize > 1:
             data.view(dtype).byteswap(inplace=True)
         storages[key] = storage = _place(_LoadedStorage(data, dtype, CPU, key), location, map_location)
@@ -928,24 +949,56 @@ def _load_legacy(data: bytes, name: str, map_location: MapLocation, weights_only
     return obj
 
 
-def _read_record(zf: zipfile.ZipFile, record: str, nbytes: int, archive_size: int) -> np.ndarray:
-    """The bytes of one storage record, checked against what the tensors and the file say."""
+def _read_record(zf: zipfile.ZipFile, fh: IO[bytes], record: str, nbytes: int, archive_size: int,
+                 mmap: bool = False) -> np.ndarray:
+    """The bytes of one storage record, checked against what the tensors and the file say.
+
+    A stored (uncompressed) record, which is what torch.save and ag.save write,
+    is read straight into its buffer from its offset in the file and its CRC
+    checked; or mapped copy-on-write with ``mmap`` (its own map per record, so
+    that tensors of one record, and only those, share a buffer). Anything else
+    goes through zipfile.
+    """
     try:
         info = zf.getinfo(record)
     except KeyError:
         raise _LoadError(f"the record {record} is missing (the file is truncated or corrupt)") from None
     if info.file_size != nbytes:
         raise _LoadError(f"the record {record} holds {info.file_size} bytes, expected {nbytes}")
-    if info.compress_type == zipfile.ZIP_STORED and info.header_offset + info.compress_size > archive_size:
-        raise _LoadError(f"the record {record} claims {info.file_size} bytes, more than the file holds")
-    out = np.empty(info.file_size, np.uint8)
-    view = out.data  # a writable memoryview of the buffer
+    if info.compress_type == zipfile.ZIP_STORED:
+        if info.header_offset + info.compress_size > archive_size:
+            raise _LoadError(f"the record {record} claims {info.file_size} bytes, more than the file holds")
+        # the data follows the record's local header, whose name and extra field lengths are its own
+        fh.seek(info.header_offset)
+        header = fh.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise _LoadError(f"the local header of record {record} is corrupt")
+        name_len, extra_len = struct.unpack("<HH", header[26:30])
+        offset = info.header_offset + 30 + name_len + extra_len
+        if offset + nbytes > archive_size:
+            raise _LoadError(f"the record {record} ends past the end of the file (truncated)")
+        if mmap and nbytes:
+            return np.memmap(fh, dtype=np.uint8, mode="c", offset=offset, shape=(nbytes,))
+        out = np.empty(nbytes, np.uint8)
+        fh.seek(offset)
+        view = out.data  # a writable memoryview of the buffer
+        pos = 0
+        while pos < nbytes:
+            n = fh.readinto(view[pos:])  # type: ignore[attr-defined]
+            if not n:
+                raise _LoadError(f"the record {record} ends after {pos} of {nbytes} bytes (truncated)")
+            pos += n
+        if zlib.crc32(view) != info.CRC:
+            raise _LoadError(f"the record {record} is corrupt (its CRC does not match)")
+        return out
+    out = np.empty(nbytes, np.uint8)
+    view = out.data
     pos = 0
     with zf.open(info) as src:
-        while pos < info.file_size:
-            chunk = src.read(min(1 << 24, info.file_size - pos))
+        while pos < nbytes:
+            chunk = src.read(min(1 << 24, nbytes - pos))
             if not chunk:
-                raise _LoadError(f"the record {record} ends after {pos} of {info.file_size} bytes (truncated)")
+                raise _LoadError(f"the record {record} ends after {pos} of {nbytes} bytes (truncated)")
             view[pos:pos + len(chunk)] = chunk
             pos += len(chunk)
     return out

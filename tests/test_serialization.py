@@ -192,6 +192,28 @@ def test_torch_legacy_format_loads(expected: dict[str, np.ndarray]) -> None:
         ag.load(io.BytesIO(data[:-10]))
 
 
+def test_mmap_maps_records_lazily_and_copy_on_write(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+    path = tmp_path / "shared.pt"
+    path.write_bytes((DATA / "shared.pt").read_bytes())
+    r = ag.load(path, mmap=True)
+    for key, value in r.items():
+        np.testing.assert_array_equal(value.numpy(), expected[f"shared.{key}"])
+        assert np.shares_memory(value.numpy(), r["base"].numpy()), key
+    assert isinstance(r["base"].numpy().base, np.memmap)
+    r["base"].numpy()[...] = 0  # a private copy of the pages: the file is unchanged
+    assert r["slice"].numpy().sum() == 0
+    np.testing.assert_array_equal(ag.load(path)["base"].numpy(), expected["shared.base"])
+    state = ag.load(DATA / "model_state.pt", mmap=True)
+    with open(DATA / "model_state.pt", "rb") as fh:
+        assert list(ag.load(fh, mmap=True)) == list(state)
+    for key, value in state.items():
+        np.testing.assert_array_equal(value.numpy(), expected[f"model_state.{key}"])
+    with pytest.raises(ValueError, match="file path or a file on disk"):
+        ag.load(io.BytesIO(path.read_bytes()), mmap=True)
+    with pytest.raises(RuntimeError, match="legacy format"):
+        ag.load(DATA / "legacy.pt", mmap=True)
+
+
 def test_torch_dtype_aiograd_lacks_is_named() -> None:
     with pytest.raises(RuntimeError, match=r"bfloat16\.pt.*dtype torch\.bfloat16, which aiograd does not have"):
         ag.load(DATA / "bfloat16.pt")
