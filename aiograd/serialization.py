@@ -1276,8 +1276,7 @@ def save(obj: Any, f: FileLike) -> None:
         return
     if not hasattr(f, "write"):
         raise TypeError(f"ag.save expects a path or a binary file object, got {type(f).__name__}")
-    name = getattr(f, "name", None)
-    _write_archive(obj, f, _archive_name(name) if isinstance(name, str) else "archive")
+    _write_archive(obj, f, "archive")  # torch's folder name when it writes to a file object
     if hasattr(f, "flush"):
         f.flush()
 
@@ -1296,6 +1295,7 @@ def _atomic_write(path: str, write: Callable[[IO[bytes], str], None]) -> None:
     file's mode when there is one; a symlink is followed, so the file it
     points at is replaced and the link kept.
     """
+    archive = _archive_name(path)  # the name the caller gave, as torch names the folder inside
     if os.path.islink(path):
         path = os.path.realpath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -1309,7 +1309,7 @@ def _atomic_write(path: str, write: Callable[[IO[bytes], str], None]) -> None:
             continue
     try:
         with os.fdopen(fd, "wb") as fh:
-            write(fh, _archive_name(path))
+            write(fh, archive)
             fh.flush()
             os.fsync(fh.fileno())
         try:
