@@ -95,10 +95,12 @@ def main() -> None:
     tnet(torch.from_numpy(tokens), torch.from_numpy(image)).square().mean().backward()
     topt.step()
     for (k, a), b in zip(net.state_dict().items(), tnet.state_dict().values()):
-        # conv.bias feeds a BatchNorm in train mode: its gradient is rounding noise (~1e-9), which
-        # Adam's grad / sqrt(v) step turns into differences of ~1e-3 between any two implementations
-        atol = 2e-3 if k == "conv.bias" else 1e-6
-        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=atol, err_msg=k)
+        if k == "conv.bias":
+            # it feeds a BatchNorm in train mode, so its gradient is rounding noise (~1e-9), which
+            # Adam's grad / sqrt(v) turns into a step of up to lr in any direction: not comparable
+            # (its saved value and Adam state were compared exactly above)
+            continue
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
         checks += 1
     assert all(s["step"].item() == 3.0 for s in topt.state_dict()["state"].values())
 
