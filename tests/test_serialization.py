@@ -155,6 +155,9 @@ def test_torch_nested_containers_load(expected: dict[str, np.ndarray]) -> None:
     assert r["device"] == ag.device("cpu")
     assert r["same"][0] is r["same"][1] is a  # one tensor saved three times is one tensor loaded
     assert r["grad"].requires_grad and r["grad"].is_leaf
+    full = ag.load(DATA / "nested.pt", weights_only=False)  # Python's unpickler, torch's names mapped the same way
+    assert full.keys() == r.keys() and full["same"][0] is full["list"][0] and full["dtype"] == ag.float64
+    np.testing.assert_array_equal(full["list"][0].numpy(), expected["nested.a"])
 
 
 def test_torch_views_of_one_storage_share_memory(expected: dict[str, np.ndarray]) -> None:
@@ -556,6 +559,12 @@ def test_big_endian_files_are_swapped() -> None:
         return data
 
     assert ag.load(io.BytesIO(_rewrite(good, to_big))).tolist() == [1.5, -2.0]
+
+
+def test_torch_devices_as_values() -> None:
+    assert serialization._device("cpu") == ag.device("cpu")
+    assert serialization._device("cpu", 1) == ag.device("cpu:1")
+    assert serialization._device("cuda", 0) == "cuda:0"  # a device aiograd lacks stays torch's string
 
 
 def test_map_location() -> None:
