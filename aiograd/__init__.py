@@ -40,6 +40,8 @@ from . import autograd, linalg, nn, optim, profiler, return_types, viz
 from . import testing
 from . import accelerator, backends, cuda  # torch's device queries, answering "CPU only"
 from . import utils
+from . import serialization
+from .serialization import load, save
 from .tensor import __all__ as _tensor_all
 from ._torch_names import __all__ as _names_all
 from ._legacy import __all__ as _legacy_all
@@ -64,5 +66,6 @@ __all__ = (
         "utils",
         "gradcheck", "gradgradcheck", "GradcheckError",
         "testing",
+        "save", "load", "serialization",
     ]
 )

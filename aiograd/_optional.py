@@ -3,7 +3,9 @@
 matplotlib (``profile.timeline()``), graphviz (``ag.viz.make_dot``) and tqdm
 (``backward(progress=True)``) belong to the ``viz`` extra: importing aiograd
 never imports them, and using a feature without its package says what to
-install instead of failing with a bare ``ModuleNotFoundError``.
+install instead of failing with a bare ``ModuleNotFoundError``. safetensors
+(``aiograd.serialization.save_safetensors`` / ``load_safetensors``) belongs to
+the ``serialization`` extra.
 """
 
 from __future__ import annotations
