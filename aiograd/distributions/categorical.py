@@ -94,7 +94,7 @@ class Categorical(Distribution):
 
         sample_shape = tuple(sample_shape) if not isinstance(sample_shape, int) else (sample_shape,)
         with no_grad():
-            p = self.probs.numpy().reshape(-1, self._num_events)
+            p = self.probs.detach().numpy().reshape(-1, self._num_events)
             n = int(np.prod(sample_shape)) if sample_shape else 1
             idx = _sample_indices(p, n)
             return as_tensor(idx.reshape(self._extended_shape(sample_shape)).astype(np.int64))
@@ -108,7 +108,7 @@ class Categorical(Distribution):
         return logits.gather(-1, value.expand(shape)).squeeze(-1)
 
     def entropy(self) -> Tensor:
-        lowest = float(np.finfo(self.logits.numpy().dtype).min)
+        lowest = float(np.finfo(self.logits.detach().numpy().dtype).min)
         logits = self.logits.clamp(min=lowest)
         return -(logits * self.probs).sum(-1)
 
@@ -244,7 +244,7 @@ class Multinomial(Distribution):
         sample_shape = tuple(sample_shape) if not isinstance(sample_shape, int) else (sample_shape,)
         with no_grad():
             k = self._event_shape[0]
-            p = self._categorical.probs.numpy().reshape(-1, k)
+            p = self._categorical.probs.detach().numpy().reshape(-1, k)
             n = int(np.prod(sample_shape)) if sample_shape else 1
             idx = _sample_indices(p, n * self.total_count).reshape(self.total_count, n, -1)
             counts = (idx[..., None] == np.arange(k)).sum(0)  # (n, rows, k)

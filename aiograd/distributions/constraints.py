@@ -32,6 +32,9 @@ def _t(value: Any) -> Tensor:
 
 
 def _fmt(bound: Any) -> str:
+    """A bound as torch prints it: a number (also a one-element tensor) as a float, else the tensor."""
+    if isinstance(bound, Tensor):
+        return repr(float(bound.item())) if bound.numel() == 1 and bound.is_floating_point() else str(bound)
     return repr(float(bound)) if isinstance(bound, float) else repr(bound)
 
 
@@ -149,7 +152,7 @@ class _IntegerInterval(Constraint):
         return (v % 1 == 0) & (self.lower_bound <= v) & (v <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return f"IntegerInterval(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
+        return f"IntegerInterval(lower_bound={_fmt(self.lower_bound)}, upper_bound={_fmt(self.upper_bound)})"
 
 
 class _IntegerGreaterThan(Constraint):
@@ -278,7 +281,7 @@ class _CorrCholesky(Constraint):
 
     def check(self, value: Any) -> Tensor:
         v = _t(value)
-        tol = float(np.finfo(v.numpy().dtype).eps) * v.shape[-1] * 10
+        tol = float(np.finfo(v.detach().numpy().dtype).eps) * v.shape[-1] * 10
         row_norm = (v * v).sum(-1).sqrt()
         unit = ((row_norm - 1.0).abs() <= tol).all(-1)
         return _LowerCholesky().check(v) & unit
@@ -300,7 +303,7 @@ class _Symmetric(_Square):
         square = super().check(v)
         if not bool(square.all()):
             return square
-        a = v.numpy()
+        a = v.detach().numpy()
         return Tensor._wrap(np.isclose(a, np.swapaxes(a, -1, -2), atol=1e-6).all(axis=(-2, -1)), v.device)
 
 
@@ -310,7 +313,7 @@ class _PositiveSemidefinite(_Symmetric):
         sym = super().check(v)
         if not bool(sym.all()):
             return sym
-        return Tensor._wrap((np.linalg.eigvalsh(v.numpy()) >= 0).all(-1), v.device)
+        return Tensor._wrap((np.linalg.eigvalsh(v.detach().numpy()) >= 0).all(-1), v.device)
 
 
 class _PositiveDefinite(_Symmetric):
@@ -319,7 +322,7 @@ class _PositiveDefinite(_Symmetric):
         sym = super().check(v)
         if not bool(sym.all()):
             return sym
-        a = v.numpy()
+        a = v.detach().numpy()
         flat = a.reshape((-1,) + a.shape[-2:])
         ok = np.empty(len(flat), dtype=bool)
         for i, m in enumerate(flat):

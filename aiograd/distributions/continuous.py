@@ -133,8 +133,10 @@ class Uniform(Distribution):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        inside = ((self.low <= value) & (value < self.high)).to(self.low.dtype)
-        return inside.log() - (self.high - self.low).log()
+        inside = (self.low <= value) & (value < self.high)
+        lp = -(self.high - self.low).log()
+        shape = np.broadcast_shapes(tuple(lp.shape), tuple(inside.shape))
+        return lp.expand(shape).masked_fill(~inside.expand(shape), -math.inf)
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -98,7 +98,7 @@ class Bernoulli(_ProbsLogits):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         with no_grad():
-            p = self.probs.expand(shape).numpy()
+            p = self.probs.expand(shape).detach().numpy()
             return Tensor._wrap((rng().random(shape) < p).astype(p.dtype), self.probs.device)
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -152,8 +152,8 @@ class Binomial(_ProbsLogits):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         with no_grad():
-            n = self.total_count.expand(shape).numpy().astype(np.int64)
-            p = self.probs.expand(shape).numpy()
+            n = self.total_count.expand(shape).detach().numpy().astype(np.int64)
+            p = self.probs.expand(shape).detach().numpy()
             return Tensor._wrap(rng().binomial(n, p).astype(p.dtype), self.probs.device)
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -217,7 +217,7 @@ class Geometric(_ProbsLogits):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         with no_grad():
-            p = self.probs.expand(shape).numpy()
+            p = self.probs.expand(shape).detach().numpy()
             u = np.clip(rng().random(shape).astype(p.dtype), tiny(p.dtype), 1.0)
             with np.errstate(divide="ignore"):
                 k = np.floor(np.log(u) / np.log1p(-p))
@@ -262,7 +262,7 @@ class Poisson(Distribution):
     def sample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         with no_grad():
-            r = self.rate.expand(shape).numpy()
+            r = self.rate.expand(shape).detach().numpy()
             return Tensor._wrap(rng().poisson(r).astype(r.dtype), self.rate.device)
 
     def log_prob(self, value: Tensor) -> Tensor:

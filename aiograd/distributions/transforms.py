@@ -305,11 +305,11 @@ class SigmoidTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x: Tensor) -> Tensor:
-        e = float(np.finfo(x.numpy().dtype).eps)
+        e = float(np.finfo(x.detach().numpy().dtype).eps)
         return x.sigmoid().clamp(min=e, max=1 - e)
 
     def _inverse(self, y: Tensor) -> Tensor:
-        e = float(np.finfo(y.numpy().dtype).eps)
+        e = float(np.finfo(y.detach().numpy().dtype).eps)
         y = y.clamp(min=e, max=1 - e)
         return y.log() - (-y).log1p()
 

@@ -137,7 +137,7 @@ class _StandardGamma(Function):
 
     @staticmethod
     def forward(ctx: Any, alpha: Tensor, u: np.ndarray) -> Tensor:
-        a = alpha.numpy()
+        a = alpha.detach().numpy()
         x = _scipy_special().gammaincinv(a, u).astype(a.dtype, copy=False)
         x = np.maximum(x, tiny(a.dtype))
         out = Tensor._wrap(x, alpha.device)
@@ -148,11 +148,11 @@ class _StandardGamma(Function):
     @once_differentiable
     def backward(ctx: Any, grad: Tensor) -> Any:
         alpha, x = ctx.saved_tensors
-        a, xv = alpha.numpy(), x.numpy()
+        a, xv = alpha.detach().numpy(), x.detach().numpy()
         sp = _scipy_special()
         log_density = (a - 1) * np.log(xv) - xv - sp.gammaln(a)
         dx = -_gammainc_dalpha(a, xv) / np.exp(log_density)
-        return Tensor._wrap((grad.numpy() * dx).astype(a.dtype, copy=False), grad.device), None
+        return Tensor._wrap((grad.detach().numpy() * dx).astype(a.dtype, copy=False), grad.device), None
 
 
 def standard_gamma(alpha: Tensor, shape: tuple[int, ...]) -> Tensor:
@@ -169,7 +169,7 @@ class _GammaInc(Function):
     @staticmethod
     def forward(ctx: Any, a: Tensor, x: Tensor) -> Tensor:
         ctx.save_for_backward(a, x)
-        av, xv = a.numpy(), x.numpy()
+        av, xv = a.detach().numpy(), x.detach().numpy()
         return Tensor._wrap(np.asarray(_scipy_special().gammainc(av, xv)).astype(xv.dtype, copy=False), x.device)
 
     @staticmethod
