@@ -4,7 +4,7 @@ The environment is CartPole (the classic cart-and-pole dynamics, written here in
 gym). The agent is one network with two heads, as in pytorch/examples' actor_critic.py: a
 ``Categorical`` policy over the two pushes and a value estimate. After each episode it
 computes discounted returns, the advantage ``return - value``, and the loss
-``-log_prob(action) * advantage + smooth_l1(value, return) - 0.01 * entropy``, then
+``-log_prob(action) * advantage + smooth_l1(value, return) - 0.05 * entropy``, then
 ``await loss.backward()`` and ``await opt.step_async()``. Several agents train side by side on
 one event loop while a ticker task measures how late the loop wakes it: the backward passes
 and optimizer steps never block the loop for long.
@@ -101,6 +101,7 @@ class Agent:
     hidden: int
     lr: float
     gamma: float = 0.99
+    entropy: float = 0.05
     lengths: list[int] = field(default_factory=list)
     policy_losses: list[float] = field(default_factory=list)
 
@@ -129,7 +130,7 @@ class Agent:
         advantage = returns - values.detach()
         policy_loss = -(dist.log_prob(ag.tensor(actions)) * advantage).sum()
         value_loss = F.smooth_l1_loss(values, returns, reduction="sum")
-        loss = policy_loss + value_loss - 0.01 * dist.entropy().sum()
+        loss = policy_loss + value_loss - self.entropy * dist.entropy().sum()
         self.opt.zero_grad()
         await loss.backward()
         await self.opt.step_async()
@@ -155,7 +156,8 @@ async def ticker(period: float, lags: list[float], stop: asyncio.Event) -> None:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    agents = [Agent(f"agent {i}", args.seed + i, args.hidden, args.lr) for i in range(args.agents)]
+    agents = [Agent(f"agent {i}", args.seed + i, args.hidden, args.lr, entropy=args.entropy)
+              for i in range(args.agents)]
     lags: list[float] = []
     stop = asyncio.Event()
     tick = asyncio.create_task(ticker(0.005, lags, stop))
@@ -179,6 +181,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--lr", type=float, default=1e-2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--entropy", type=float, default=0.05, help="weight of the entropy bonus")
     p.add_argument("--log-every", type=int, default=20, help="print the mean length every N episodes (0: never)")
     return p.parse_args(argv)
 

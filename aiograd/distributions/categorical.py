@@ -102,10 +102,15 @@ class Categorical(Distribution):
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        value = value.long().unsqueeze(-1)
-        shape = np.broadcast_shapes(tuple(value.shape), tuple(self.logits.shape[:-1]) + (1,))
-        logits = self.logits.expand(shape[:-1] + (self._num_events,))
-        return logits.gather(-1, value.expand(shape)).squeeze(-1)
+        # the index is data, not a graph: built in numpy, so log_prob costs a gather and a squeeze
+        idx = np.asarray(value.detach().numpy()).astype(np.int64)[..., None]
+        logits = self.logits
+        batch = np.broadcast_shapes(idx.shape[:-1], tuple(logits.shape[:-1]))
+        if tuple(logits.shape[:-1]) != batch:
+            logits = logits.expand(batch + (self._num_events,))
+        if idx.shape[:-1] != batch:
+            idx = np.ascontiguousarray(np.broadcast_to(idx, batch + (1,)))
+        return logits.gather(-1, Tensor._wrap(idx, logits.device)).squeeze(-1)
 
     def entropy(self) -> Tensor:
         lowest = float(np.finfo(self.logits.detach().numpy().dtype).min)

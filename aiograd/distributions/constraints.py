@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..device import CPU
 from ..tensor import Tensor
 
 __all__ = [
@@ -25,10 +26,16 @@ __all__ = [
 ]
 
 
-def _t(value: Any) -> Tensor:
-    from ..tensor import as_tensor
+def _a(value: Any) -> np.ndarray:
+    """A value or bound as a numpy array: checks read values, they record no graph.
 
-    return value if isinstance(value, Tensor) else as_tensor(value)
+    NOTE [Checks in numpy]: validation runs on every construction and log_prob (an agent
+    makes a Categorical per step), so checks compute on the arrays, not through ops."""
+    return value.detach().numpy() if isinstance(value, Tensor) else np.asarray(value)
+
+
+def _out(result: Any) -> Tensor:
+    return Tensor._wrap(np.asarray(result, dtype=np.bool_), CPU)
 
 
 def _fmt(bound: Any) -> str:
@@ -111,13 +118,13 @@ class _IndependentConstraint(Constraint):
         return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
 
     def check(self, value: Any) -> Tensor:
-        result = self.base_constraint.check(value)
-        if result.dim() < self.reinterpreted_batch_ndims:
+        result: Any = self.base_constraint.check(value).detach().numpy()
+        if result.ndim < self.reinterpreted_batch_ndims:
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
-            raise ValueError(f"Expected value.dim() >= {expected} but got {_t(value).dim()}")
-        for _ in range(self.reinterpreted_batch_ndims):
-            result = result.all(-1)
-        return result
+            raise ValueError(f"Expected value.dim() >= {expected} but got {_a(value).ndim}")
+        if self.reinterpreted_batch_ndims:
+            result = result.all(axis=tuple(range(-self.reinterpreted_batch_ndims, 0)))
+        return _out(result)
 
     def __repr__(self) -> str:
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
@@ -127,8 +134,8 @@ class _Boolean(Constraint):
     is_discrete = True
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (v == 0) | (v == 1)
+        v = _a(value)
+        return _out((v == 0) | (v == 1))
 
 
 class _OneHot(Constraint):
@@ -136,8 +143,8 @@ class _OneHot(Constraint):
     event_dim = 1
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return ((v == 0) | (v == 1)).all(-1) & (v.sum(-1) == 1)
+        v = _a(value)
+        return _out(((v == 0) | (v == 1)).all(-1) & (v.sum(-1) == 1))
 
 
 class _IntegerInterval(Constraint):
@@ -148,8 +155,8 @@ class _IntegerInterval(Constraint):
         self.upper_bound = upper_bound
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (v % 1 == 0) & (self.lower_bound <= v) & (v <= self.upper_bound)
+        v = _a(value)
+        return _out((v % 1 == 0) & (_a(self.lower_bound) <= v) & (v <= _a(self.upper_bound)))
 
     def __repr__(self) -> str:
         return f"IntegerInterval(lower_bound={_fmt(self.lower_bound)}, upper_bound={_fmt(self.upper_bound)})"
@@ -162,8 +169,8 @@ class _IntegerGreaterThan(Constraint):
         self.lower_bound = lower_bound
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (v % 1 == 0) & (v >= self.lower_bound)
+        v = _a(value)
+        return _out((v % 1 == 0) & (v >= _a(self.lower_bound)))
 
     def __repr__(self) -> str:
         return f"IntegerGreaterThan(lower_bound={self.lower_bound})"
@@ -171,8 +178,8 @@ class _IntegerGreaterThan(Constraint):
 
 class _Real(Constraint):
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return v == v  # False only at NaN
+        v = _a(value)
+        return _out(v == v)  # False only at NaN
 
 
 class _GreaterThan(Constraint):
@@ -180,7 +187,7 @@ class _GreaterThan(Constraint):
         self.lower_bound = lower_bound
 
     def check(self, value: Any) -> Tensor:
-        return self.lower_bound < _t(value)
+        return _out(_a(self.lower_bound) < _a(value))
 
     def __repr__(self) -> str:
         return f"GreaterThan(lower_bound={_fmt(self.lower_bound)})"
@@ -191,7 +198,7 @@ class _GreaterThanEq(Constraint):
         self.lower_bound = lower_bound
 
     def check(self, value: Any) -> Tensor:
-        return self.lower_bound <= _t(value)
+        return _out(_a(self.lower_bound) <= _a(value))
 
     def __repr__(self) -> str:
         return f"GreaterThanEq(lower_bound={_fmt(self.lower_bound)})"
@@ -202,7 +209,7 @@ class _LessThan(Constraint):
         self.upper_bound = upper_bound
 
     def check(self, value: Any) -> Tensor:
-        return _t(value) < self.upper_bound
+        return _out(_a(value) < _a(self.upper_bound))
 
     def __repr__(self) -> str:
         return f"LessThan(upper_bound={_fmt(self.upper_bound)})"
@@ -214,8 +221,8 @@ class _Interval(Constraint):
         self.upper_bound = upper_bound
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (self.lower_bound <= v) & (v <= self.upper_bound)
+        v = _a(value)
+        return _out((_a(self.lower_bound) <= v) & (v <= _a(self.upper_bound)))
 
     def __repr__(self) -> str:
         return f"Interval(lower_bound={_fmt(self.lower_bound)}, upper_bound={_fmt(self.upper_bound)})"
@@ -223,8 +230,8 @@ class _Interval(Constraint):
 
 class _HalfOpenInterval(_Interval):
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (self.lower_bound <= v) & (v < self.upper_bound)
+        v = _a(value)
+        return _out((_a(self.lower_bound) <= v) & (v < _a(self.upper_bound)))
 
     def __repr__(self) -> str:
         return f"HalfOpenInterval(lower_bound={_fmt(self.lower_bound)}, upper_bound={_fmt(self.upper_bound)})"
@@ -236,8 +243,8 @@ class _Simplex(Constraint):
     event_dim = 1
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (v >= 0).all(-1) & ((v.sum(-1) - 1).abs() < 1e-6)
+        v = _a(value)
+        return _out((v >= 0).all(-1) & (np.abs(v.sum(-1) - 1) < 1e-6))
 
 
 class _Multinomial(Constraint):
@@ -250,16 +257,16 @@ class _Multinomial(Constraint):
         self.upper_bound = upper_bound
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (v >= 0).all(-1) & (v.sum(-1) <= self.upper_bound)
+        v = _a(value)
+        return _out((v >= 0).all(-1) & (v.sum(-1) <= self.upper_bound))
 
 
 class _LowerTriangular(Constraint):
     event_dim = 2
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        return (v.tril() == v).flatten(-2).min(-1)[0]
+        v = _a(value)
+        return _out((np.tril(v) == v).all(axis=(-2, -1)))
 
 
 class _LowerCholesky(Constraint):
@@ -268,10 +275,10 @@ class _LowerCholesky(Constraint):
     event_dim = 2
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        tri = (v.tril() == v).flatten(-2).min(-1)[0]
-        diag = (v.diagonal(dim1=-2, dim2=-1) > 0).min(-1)[0]
-        return tri & diag
+        v = _a(value)
+        tri = (np.tril(v) == v).all(axis=(-2, -1))
+        diag = (np.diagonal(v, axis1=-2, axis2=-1) > 0).all(-1)
+        return _out(tri & diag)
 
 
 class _CorrCholesky(Constraint):
@@ -280,49 +287,43 @@ class _CorrCholesky(Constraint):
     event_dim = 2
 
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        tol = float(np.finfo(v.detach().numpy().dtype).eps) * v.shape[-1] * 10
-        row_norm = (v * v).sum(-1).sqrt()
-        unit = ((row_norm - 1.0).abs() <= tol).all(-1)
-        return _LowerCholesky().check(v) & unit
+        v = _a(value)
+        tol = float(np.finfo(v.dtype).eps) * v.shape[-1] * 10
+        unit = (np.abs(np.sqrt((v * v).sum(-1)) - 1.0) <= tol).all(-1)
+        return _out(_LowerCholesky().check(value).detach().numpy() & unit)
 
 
 class _Square(Constraint):
     event_dim = 2
 
     def check(self, value: Any) -> Tensor:
-        from ..tensor import full
-
-        v = _t(value)
-        return full(tuple(v.shape[:-2]), v.shape[-2] == v.shape[-1], dtype=np.bool_)
+        v = _a(value)
+        return _out(np.full(v.shape[:-2], v.shape[-2] == v.shape[-1]))
 
 
 class _Symmetric(_Square):
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        square = super().check(v)
-        if not bool(square.all()):
+        square = super().check(value)
+        if not bool(square.detach().numpy().all()):
             return square
-        a = v.detach().numpy()
-        return Tensor._wrap(np.isclose(a, np.swapaxes(a, -1, -2), atol=1e-6).all(axis=(-2, -1)), v.device)
+        a = _a(value)
+        return _out(np.isclose(a, np.swapaxes(a, -1, -2), atol=1e-6).all(axis=(-2, -1)))
 
 
 class _PositiveSemidefinite(_Symmetric):
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        sym = super().check(v)
-        if not bool(sym.all()):
+        sym = super().check(value)
+        if not bool(sym.detach().numpy().all()):
             return sym
-        return Tensor._wrap((np.linalg.eigvalsh(v.detach().numpy()) >= 0).all(-1), v.device)
+        return _out((np.linalg.eigvalsh(_a(value)) >= 0).all(-1))
 
 
 class _PositiveDefinite(_Symmetric):
     def check(self, value: Any) -> Tensor:
-        v = _t(value)
-        sym = super().check(v)
-        if not bool(sym.all()):
+        sym = super().check(value)
+        if not bool(sym.detach().numpy().all()):
             return sym
-        a = v.detach().numpy()
+        a = _a(value)
         flat = a.reshape((-1,) + a.shape[-2:])
         ok = np.empty(len(flat), dtype=bool)
         for i, m in enumerate(flat):
@@ -331,7 +332,7 @@ class _PositiveDefinite(_Symmetric):
                 ok[i] = True
             except np.linalg.LinAlgError:
                 ok[i] = False
-        return Tensor._wrap(ok.reshape(a.shape[:-2]), v.device)
+        return _out(ok.reshape(a.shape[:-2]))
 
 
 class _Cat(Constraint):
@@ -343,14 +344,13 @@ class _Cat(Constraint):
         self.dim = dim
 
     def check(self, value: Any) -> Tensor:
-        from ..ops import cat as _cat
-
-        v = _t(value)
+        v = _a(value)
         parts, start = [], 0
         for constr, length in zip(self.cseq, self.lengths):
-            parts.append(constr.check(v.narrow(self.dim, start, length)))
+            part = np.take(v, np.arange(start, start + length), axis=self.dim)
+            parts.append(constr.check(part).detach().numpy())
             start += length
-        return _cat(parts, self.dim)
+        return _out(np.concatenate(parts, self.dim))
 
 
 class _Stack(Constraint):
@@ -361,10 +361,9 @@ class _Stack(Constraint):
         self.dim = dim
 
     def check(self, value: Any) -> Tensor:
-        from ..ops import stack as _stack
-
-        v = _t(value)
-        return _stack([c.check(v.select(self.dim, i)) for i, c in enumerate(self.cseq)], self.dim)
+        v = _a(value)
+        parts = [c.check(np.take(v, i, axis=self.dim)).detach().numpy() for i, c in enumerate(self.cseq)]
+        return _out(np.stack(parts, self.dim))
 
 
 dependent = _Dependent()

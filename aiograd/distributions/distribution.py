@@ -58,7 +58,7 @@ class Distribution:
                     continue  # a parameter derived from another one, not given
                 value = getattr(self, param)
                 valid = constraint.check(value)
-                if not bool(valid.all()):
+                if not valid.detach().numpy().all():
                     raise ValueError(
                         f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) "
                         f"of distribution {self!r} to satisfy the constraint {constraint!r}, "
@@ -87,7 +87,7 @@ class Distribution:
         raise NotImplementedError
 
     def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
-        if _instance is None and type(self).__init__ != cls.__init__:
+        if _instance is None and getattr(type(self), "__init__") is not getattr(cls, "__init__"):
             raise NotImplementedError(
                 f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom __init__ method "
                 "must also define a custom .expand() method."
@@ -182,7 +182,7 @@ class Distribution:
             return
         assert support is not None
         valid = support.check(value)
-        if not bool(valid.all()):
+        if not valid.detach().numpy().all():
             raise ValueError(
                 f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) "
                 f"to be within the support ({support!r}) of the distribution {self!r}, "
