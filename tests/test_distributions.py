@@ -460,6 +460,31 @@ def test_reprs() -> None:
 # ----- KL dispatch -------------------------------------------------------------------------------
 
 
+def test_every_pair_torch_registers_among_the_families_is_registered() -> None:
+    """The fixture's same-family and cross-family cases are torch's _KL_REGISTRY keys restricted to
+    these families (tests/data/make_distributions_reference.py): each has its own entry here."""
+    from aiograd.distributions.kl import _KL_REGISTRY
+
+    pairs = {(c["p"][0], c["q"][0]) for c in REF["kl"]}
+    direct = {(p, q) for p, q in pairs if p not in ("Independent", "LogNormal", "Chi2")}
+    assert len(direct) == 54
+    for p, q in direct:
+        assert (getattr(D, p), getattr(D, q)) in _KL_REGISTRY, (p, q)
+
+
+def test_enumerate_support() -> None:
+    b = D.Bernoulli(t64([0.2, 0.7]))
+    assert b.enumerate_support().tolist() == [[0.0, 0.0], [1.0, 1.0]]
+    assert b.enumerate_support(expand=False).shape == (2, 1)
+    assert D.Binomial(t64([3.0, 3.0]), t64([0.2, 0.7])).enumerate_support().shape == (4, 2)
+    oh = D.OneHotCategorical(t64([0.2, 0.3, 0.5]))
+    np.testing.assert_allclose(oh.log_prob(oh.enumerate_support()).exp().numpy(), [0.2, 0.3, 0.5])
+    c = D.Categorical(t64([0.2, 0.3, 0.5]))
+    np.testing.assert_allclose(c.log_prob(c.enumerate_support()).exp().numpy(), [0.2, 0.3, 0.5])
+    with pytest.raises(NotImplementedError):
+        D.Normal(0.0, 1.0).enumerate_support()
+
+
 def test_kl_unregistered_pair_raises_like_torch() -> None:
     with pytest.raises(NotImplementedError, match=r"No KL\(p \|\| q\) is implemented for p type Normal and q type Cauchy"):
         D.kl_divergence(D.Normal(0.0, 1.0), D.Cauchy(0.0, 1.0))

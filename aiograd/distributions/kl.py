@@ -16,7 +16,7 @@ from ..ops import digamma, erf, lgamma, xlogy
 from ..tensor import Tensor
 from .categorical import Categorical, OneHotCategorical
 from .continuous import Cauchy, Exponential, Gumbel, Laplace, Normal, Uniform
-from .discrete import Bernoulli, Binomial, Geometric, Poisson, _bce_with_logits, _softplus
+from .discrete import Bernoulli, Binomial, Geometric, Poisson, _softplus
 from .distribution import Distribution
 from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
@@ -395,4 +395,3 @@ def _kl_uniform_normal(p: Uniform, q: Normal) -> Tensor:
     return -p.entropy() - _normal_expected_log(q, p.mean, m2)
 
 
-_unused = (_bce_with_logits,)

@@ -15,7 +15,7 @@ from .continuous import Normal, _open_uniform
 from .discrete import _ProbsLogits
 from .distribution import Distribution
 from .transforms import ComposeTransform, ExpTransform, SigmoidTransform, Transform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits, sum_rightmost
+from .utils import broadcast_all, clamp_probs, sum_rightmost
 
 __all__ = ["TransformedDistribution", "LogNormal", "LogitRelaxedBernoulli", "RelaxedBernoulli",
            "ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
@@ -342,4 +342,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         return "RelaxedOneHotCategorical(" + repr(self.base_dist)[len("ExpRelaxedCategorical("):]
 
 
-_unused = (lazy_property, logits_to_probs, probs_to_logits)

@@ -15,7 +15,7 @@ from .._generator import rng_of
 from ..autograd.function import Function, once_differentiable
 from ..autograd.grad_mode import enable_grad
 from ..ops.elementwise import _scipy_special
-from ..tensor import Tensor, as_tensor, get_default_dtype, tensor
+from ..tensor import Tensor, get_default_dtype, tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits",
            "standard_gamma", "gammainc", "sum_rightmost", "tiny", "eps"]
@@ -98,7 +98,7 @@ class lazy_property(Generic[T]):
         return value
 
 
-def uniform_open(shape: tuple[int, ...], dtype: Any, like: Tensor | None = None) -> np.ndarray:
+def uniform_open(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """Uniform numbers in the open interval (0, 1) of ``dtype`` from aiograd's default generator."""
     rng = rng_of(None, "rsample")
     u = rng.random(shape).astype(dtype, copy=False)
@@ -187,10 +187,3 @@ def gammainc(a: Tensor, x: Tensor) -> Tensor:
     """P(a, x) = gamma(a, x) / Gamma(a), differentiable in ``x``."""
     a, x = broadcast_all(a, x)
     return _GammaInc.apply(a, x)  # type: ignore[no-any-return]
-
-
-def as_float_tensor(value: Any, like: Tensor) -> Tensor:
-    """``value`` as a tensor in ``like``'s dtype (numbers and arrays converted)."""
-    if isinstance(value, Tensor):
-        return value
-    return as_tensor(np.asarray(value, dtype=like.dtype))
