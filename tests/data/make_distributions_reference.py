@@ -218,9 +218,17 @@ def mixture_case() -> dict:
             "mean": mix.mean.tolist(), "variance": mix.variance.tolist()}
 
 
+def standard_gamma_grad_case() -> dict:
+    """torch's implicit reparameterization gradient dx/dalpha of a Gamma(alpha, 1) sample x."""
+    alpha = torch.tensor([0.3, 0.7, 1.0, 2.5, 10.0, 0.3, 2.5, 40.0])
+    x = torch.tensor([0.05, 0.5, 1.0, 2.0, 9.0, 2.0, 0.4, 38.0])
+    return {"alpha": alpha.tolist(), "x": x.tolist(), "grad": torch._standard_gamma_grad(alpha, x).tolist()}
+
+
 def main() -> None:
     data = {"torch": torch.__version__, "cases": [run(c) for c in CASES], "kl": kl_cases(),
-            "transforms": transform_cases(), "mixture": mixture_case()}
+            "transforms": transform_cases(), "mixture": mixture_case(),
+            "standard_gamma_grad": standard_gamma_grad_case()}
     OUT.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {OUT} ({len(data['cases'])} cases, {len(data['kl'])} KL pairs)")
 
