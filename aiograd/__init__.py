@@ -42,6 +42,7 @@ from . import accelerator, backends, cuda  # torch's device queries, answering "
 from . import utils
 from . import serialization
 from .serialization import load, save
+from . import distributions
 from .tensor import __all__ as _tensor_all
 from ._torch_names import __all__ as _names_all
 from ._legacy import __all__ as _legacy_all
@@ -67,5 +68,6 @@ __all__ = (
         "gradcheck", "gradgradcheck", "GradcheckError",
         "testing",
         "save", "load", "serialization",
+        "distributions",
     ]
 )

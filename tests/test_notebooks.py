@@ -24,7 +24,7 @@ pytest.importorskip("ipykernel")
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = ["01-quickstart", "02-async-backward", "03-train-digits", "04-custom-functions-and-checkpointing",
-            "05-devices-and-trace", "06-distributed"]
+            "05-devices-and-trace", "06-distributed", "07-agent"]
 
 
 def _runner() -> Any:
