@@ -10,6 +10,21 @@ back to the driver, which alone touches the GraphTask's dependency table.
 Nodes whose backward awaits (async custom Functions, reentrant backward) are
 never dispatched: they run on the loop, so a device thread never waits for a
 nested pass and no thread is ever added.
+
+NOTE [Work on an executor thread]: an executor thread never waits for work
+queued to an executor. A pass driven on one (``backward_sync`` or
+``await loss.backward()`` in a function run by ``ag.offload``, a node's
+backward that starts a pass) runs every node inline, whatever the offload
+mode, and ``submit``/``offload`` called there run their function at once on
+that thread. Otherwise the thread would queue work to itself, or to another
+device thread that may be waiting for it, and wait forever (issue 19). The
+threads are marked by their executor's initializer (``on_executor_thread``).
+
+NOTE [Executors and fork]: a forked child has only the thread that forked.
+The executors, their queues and aiograd's locks are reset in the child
+(``os.register_at_fork``), so its first offloaded kernel starts a fresh
+executor thread instead of queueing to one that no longer exists (a
+``ThreadPoolExecutor`` copied with an idle worker thinks it has one).
 """
 
 from __future__ import annotations
@@ -48,9 +63,21 @@ __all__ = [
     "await_job",
     "set_num_threads",
     "get_num_threads",
+    "on_executor_thread",
 ]
 
 T = TypeVar("T")
+
+_thread_state = threading.local()  # ``executor`` is True on aiograd's executor threads
+
+
+def _mark_executor_thread() -> None:
+    _thread_state.executor = True
+
+
+def on_executor_thread() -> bool:
+    """Whether the calling thread is one of aiograd's executor threads (NOTE [Work on an executor thread])."""
+    return getattr(_thread_state, "executor", False)
 
 
 class DeviceRuntime:
@@ -68,7 +95,9 @@ class DeviceRuntime:
         if ex is None:
             with self._lock:
                 if self._executor is None:
-                    self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"aiograd-{self.device}")
+                    self._executor = ThreadPoolExecutor(
+                        1, thread_name_prefix=f"aiograd-{self.device}", initializer=_mark_executor_thread
+                    )
                     started = True
                 else:
                     started = False
@@ -145,6 +174,27 @@ def discard(gt: "GraphTask") -> int:
     return sum(rt.discard(gt) for rt in list(_RUNTIMES.values()))
 
 
+def _reset_after_fork() -> None:
+    """In a forked child: forget the parent's executor threads, queued nodes and locks (NOTE [Executors and fork]).
+
+    The executor objects are dropped, not shut down: their threads do not exist here,
+    and the next job starts a fresh one. Locks another thread held at the fork would
+    stay held forever: every lock aiograd shares between threads is made anew.
+    """
+    global _RUNTIMES_LOCK
+    from . import graph, monitor
+
+    _RUNTIMES_LOCK = threading.Lock()
+    for rt in _RUNTIMES.values():
+        rt._executor = None
+        rt._queue = ReadyQueue()
+        rt._lock = threading.Lock()
+    _thread_state.executor = False  # the forking thread may have been an executor's: here it is the main one
+    _blas._lock = threading.Lock()
+    graph._GRAD_LOCKS = tuple(threading.Lock() for _ in graph._GRAD_LOCKS)
+    monitor._active_lock = threading.Lock()
+
+
 def live_threads() -> int:
     """How many executor threads aiograd has started (one per device used)."""
     return sum(1 for rt in _RUNTIMES.values() if rt._executor is not None)
@@ -169,8 +219,10 @@ class OffloadPolicy:
         self.warmed_up: set[type] = set()  # node types whose first run was seen (and not learned from)
 
     def engine_min_work(self) -> int:
-        """Nodes with less work than this are run inline without asking (the hot loop's test)."""
-        if self.mode == "never":
+        """Nodes with less work than this are run inline without asking (the hot loop's test).
+
+        Everything on an executor thread (NOTE [Work on an executor thread])."""
+        if self.mode == "never" or getattr(_thread_state, "executor", False):
             return 1 << 62
         if self.mode == "always":
             return -1
@@ -284,9 +336,22 @@ def get_offload() -> str:
 
 
 def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
-    """Queue ``fn(*args, **kwargs)`` on the cpu executor, in a copy of the caller's context."""
+    """Queue ``fn(*args, **kwargs)`` on the cpu executor, in a copy of the caller's context.
+
+    Called on an executor thread, it runs ``fn`` at once there and returns the finished
+    job: that thread must not wait for work queued behind itself (NOTE [Work on an executor thread])."""
     ctx = contextvars.copy_context()
-    return runtime(CPU).executor.submit(ctx.run, fn, *args, **kwargs)
+    if not getattr(_thread_state, "executor", False):
+        return runtime(CPU).executor.submit(ctx.run, fn, *args, **kwargs)
+    job: Future[T] = Future()
+    job.set_running_or_notify_cancel()
+    try:
+        result = ctx.run(fn, *args, **kwargs)
+    except BaseException as e:  # handed to the awaiting caller, as the executor would
+        job.set_exception(e)
+    else:
+        job.set_result(result)
+    return job
 
 
 async def await_job(job: "Future[T]") -> T:
@@ -325,8 +390,20 @@ async def offload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         loss = await ag.offload(lambda: F.cross_entropy(model(x), y))
     """
     if inspect.iscoroutinefunction(fn):
-        raise TypeError(f"offload runs synchronous functions; {fn.__qualname__} is a coroutine function: await it")
-    return await await_job(submit(fn, *args, **kwargs))
+        raise TypeError(f"offload runs synchronous functions; {_name(fn)} is a coroutine function: await it")
+    result = await await_job(submit(fn, *args, **kwargs))
+    if inspect.isawaitable(result):  # ``lambda: coro_fn()``: what it returned would never run
+        if inspect.iscoroutine(result):
+            result.close()  # refused here, so no "never awaited" warning besides
+        raise TypeError(
+            f"offload runs synchronous functions; {_name(fn)} returned {type(result).__name__} "
+            f"(an awaitable): await it instead of offloading it"
+        )
+    return result
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
 # ----- BLAS threads -------------------------------------------------------------------
@@ -418,6 +495,7 @@ def set_num_threads(n: int | None) -> None:
     """
     _blas.requested = None if n is None else _check_threads(n)
     _blas.apply()
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def get_num_threads() -> int:
@@ -427,3 +505,4 @@ def get_num_threads() -> int:
 
 
 _blas.apply()
+os.register_at_fork(after_in_child=_reset_after_fork)
