@@ -190,6 +190,23 @@ async def test_auto_runs_a_sequential_graph_of_mid_sized_kernels_inline(offload_
     assert thread_log and set(thread_log) == {threading.current_thread().name}
 
 
+def test_a_pass_without_an_event_loop_hands_off_nothing_for_responsiveness(offload_mode: Any,
+                                                                           thread_log: list[str]) -> None:
+    # backward_sync: no loop waits for a turn, so a kernel past a slice gains nothing on the
+    # device thread (the calling thread would wait for it) and runs on the calling thread.
+    offload_mode("auto")
+    policy.rates[MmBackward0] = 1e-6  # every product predicted far past a slice
+    try:
+        w = ag.randn(64, 64, dtype=ag.float64, requires_grad=True)
+        h = ag.randn(64, 64, dtype=ag.float64)
+        for _ in range(3):
+            h = h @ w
+        h.sum().backward_sync()
+    finally:
+        policy.rates.pop(MmBackward0, None)
+    assert len(thread_log) == 3 and set(thread_log) == {threading.current_thread().name}
+
+
 async def test_thread_count_is_constant_over_many_passes(offload_mode: Any) -> None:
     offload_mode("always")
     x, w, loss = _branchy_graph(3)

@@ -237,8 +237,9 @@ class OffloadPolicy:
     def should_offload(self, node: "Node", time_slice: float, loop_has_work: bool) -> bool:
         """Whether ``node`` goes to its device's thread: only when that buys something.
 
-        ``time_slice`` is the engine's; ``loop_has_work`` says whether other nodes of the
-        pass are ready to run on the loop meanwhile (NOTE [Offload policy]).
+        ``time_slice`` is the engine's (infinite in a pass without an event loop: no loop to
+        keep free); ``loop_has_work`` says whether other nodes of the pass are ready to run
+        on the loop meanwhile (NOTE [Offload policy]).
         """
         if self.mode != "auto":
             return self.mode == "always"
@@ -289,6 +290,12 @@ class OffloadPolicy:
 # hand-off: issue 12 measured 35.8 ms of CPU for a transformer backward with the old
 # rule (offload anything predicted above 200 us) against 20.9 ms inline.
 #
+# (d) A pass without an event loop (``backward_sync``, NOTE [Loop-free passes] in _aio.py)
+#     asks with an infinite slice: no loop waits for a turn, and its thread would only
+#     wait for the kernel on the device thread, so (a) never applies there; (b) does.
+#     The same holds on an executor thread, where every node runs inline (NOTE [Work
+#     on an executor thread]).
+#
 # (c) Rates: a node type's rate is a moving average of its measured runs, except its
 #     first run, which pays one-time costs (EmbeddingBackward0's first run imported
 #     scipy.sparse: 211 ms for a 40 us kernel). Learned from, that run made every
@@ -305,6 +312,13 @@ class OffloadPolicy:
 # not yet raised by earlier frees) the device thread faults less than the loop thread
 # and ``auto`` costs no more than ``never``. This is the price of keeping the loop free
 # while a kernel longer than a slice runs; a kernel that fits a slice never pays it.
+#
+# Splitting such a kernel into sub-slice pieces run inline, a turn of the loop between
+# two, does not pay either (issue 19, measured): the mlp's 256x512 @ 512x784 weight and
+# input gradients (5.1 ms, one BLAS thread, best of 5 x 10, process CPU) cost 5.2 ms in
+# 2 bands of rows, 5.5 in 4, 6.2 in 8 and 7.9 in 16; pieces of half a slice need 10 or
+# more, and each adds a turn of the loop. A band too thin for BLAS's blocking loses more
+# than the hand-off it saves.
 
 
 policy = OffloadPolicy()
