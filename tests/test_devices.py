@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -156,6 +157,29 @@ def test_policy_learns_rates_from_measurements() -> None:
         policy.observe(FakeNode(), 1e-2)  # type: ignore[arg-type]
     assert policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]
     policy.rates.pop(FakeNode, None)
+
+
+@pytest.mark.skipif(executors.kernel_clock is not time.thread_time, reason="the thread CPU clock is coarse here")
+def test_policy_learns_from_cpu_time_not_from_preemption(offload_mode: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A kernel that waits 20 ms without working, as one preempted on a busy machine:
+    # timed on the wall clock it taught a rate that sent it past a slice ever after.
+    orig = SinBackward0.apply
+
+    def preempted(self: Any, grads: Any) -> Any:
+        time.sleep(0.02)
+        return orig(self, grads)
+
+    monkeypatch.setattr(SinBackward0, "apply", preempted)
+    offload_mode("auto")
+    policy.rates.pop(SinBackward0, None)
+    try:
+        x = ag.randn(20000, dtype=ag.float64, requires_grad=True)
+        for _ in range(3):
+            x.sin().sum().backward_sync()
+        assert SinBackward0 in policy.rates
+        assert policy.rates[SinBackward0] * 20000 < 1e-3  # 20 ms of waiting are not 20 ms of work
+    finally:
+        policy.rates.pop(SinBackward0, None)
 
 
 def test_policy_offloads_only_for_responsiveness_or_parallelism() -> None:

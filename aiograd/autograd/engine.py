@@ -56,6 +56,7 @@ from ..device import CPU
 from ..tensor import Tensor
 from . import executors
 from . import grad_mode as _gm
+from .executors import kernel_clock
 from .executors import policy as offload_policy
 from .graph import sole_owner as _sole_owner
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, edges_of, is_expandable_to, sum_to
@@ -811,8 +812,9 @@ class Engine:
                             t0 = perf_counter()
                             deadline = t0 + _time_slice
                             countdown = _CHECK_EVERY
+                        c0 = kernel_clock()
                         outputs = node.apply(grads)
-                        offload_policy.observe(node, perf_counter() - t0)
+                        offload_policy.observe(node, kernel_clock() - c0)
                     else:
                         outputs = node.apply(grads)
                         if outputs.__class__ is not tuple and outputs.__class__ is not list:

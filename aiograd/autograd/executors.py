@@ -35,7 +35,7 @@ import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from time import perf_counter
+from time import get_clock_info, perf_counter, thread_time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
@@ -64,6 +64,7 @@ __all__ = [
     "set_num_threads",
     "get_num_threads",
     "on_executor_thread",
+    "kernel_clock",
 ]
 
 T = TypeVar("T")
@@ -125,15 +126,17 @@ class DeviceRuntime:
             gt.post(gt.device_done, node, grads, None, None, 0.0)
             return
         t0 = perf_counter()
+        c0 = kernel_clock()
         try:
             outputs = ctx.run(_apply_sync, node, grads)
             err = None
         except BaseException as e:  # handed to the driver, which raises it
             outputs, err = None, e
+        secs = kernel_clock() - c0
         t1 = perf_counter()
         if gt.monitor is not None:
             gt.monitor.ran_on_device(node, t0, t1)
-        gt.post(gt.device_done, node, grads, outputs, err, t1 - t0)
+        gt.post(gt.device_done, node, grads, outputs, err, secs)
 
     def discard(self, gt: "GraphTask") -> int:
         """Drop the queued (not running) nodes of ``gt``; return how many."""
@@ -152,6 +155,12 @@ class DeviceRuntime:
 def _apply_sync(node: "Node", grads: list[Any]) -> Any:
     with np.errstate(all="ignore"):
         return node.apply(grads)
+
+
+# The clock the offload policy learns kernel rates from: the thread's CPU time, so that
+# a kernel preempted half-way on a busy machine does not teach a rate many times too
+# high (NOTE [Offload policy] (c)); the wall clock where CPU time is coarse (Windows).
+kernel_clock = thread_time if get_clock_info("thread_time").resolution <= 1e-6 else perf_counter
 
 
 _RUNTIMES: dict[Device, DeviceRuntime] = {}
@@ -299,7 +308,11 @@ class OffloadPolicy:
 # (c) Rates: a node type's rate is a moving average of its measured runs, except its
 #     first run, which pays one-time costs (EmbeddingBackward0's first run imported
 #     scipy.sparse: 211 ms for a 40 us kernel). Learned from, that run made every
-#     later one predicted above the slice and offloaded for ~15 passes.
+#     later one predicted above the slice and offloaded for ~15 passes. Runs are timed
+#     on the thread's CPU clock (``kernel_clock``), not the wall clock: on a busy
+#     machine a kernel preempted half-way measured many times its work, and the rate
+#     it taught sent kernels of ~0.1 ms (TransposeBackward0, PermuteBackward0, a
+#     transformer's layer norms) to the device thread for responsiveness (issue 19).
 #
 # What a responsiveness hand-off costs (measured on a 2-core VM, one thread per BLAS
 # call, a 2.6 ms ConvolutionBackward0 in a 5-6 ms conv forward+backward): ~50 us of
