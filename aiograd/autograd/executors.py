@@ -299,12 +299,6 @@ class OffloadPolicy:
 # hand-off: issue 12 measured 35.8 ms of CPU for a transformer backward with the old
 # rule (offload anything predicted above 200 us) against 20.9 ms inline.
 #
-# (d) A pass without an event loop (``backward_sync``, NOTE [Loop-free passes] in _aio.py)
-#     asks with an infinite slice: no loop waits for a turn, and its thread would only
-#     wait for the kernel on the device thread, so (a) never applies there; (b) does.
-#     The same holds on an executor thread, where every node runs inline (NOTE [Work
-#     on an executor thread]).
-#
 # (c) Rates: a node type's rate is a moving average of its measured runs, except its
 #     first run, which pays one-time costs (EmbeddingBackward0's first run imported
 #     scipy.sparse: 211 ms for a 40 us kernel). Learned from, that run made every
@@ -313,6 +307,12 @@ class OffloadPolicy:
 #     machine a kernel preempted half-way measured many times its work, and the rate
 #     it taught sent kernels of ~0.1 ms (TransposeBackward0, PermuteBackward0, a
 #     transformer's layer norms) to the device thread for responsiveness (issue 19).
+#
+# (d) A pass without an event loop (``backward_sync``, NOTE [Loop-free passes] in _aio.py)
+#     asks with an infinite slice: no loop waits for a turn, and its thread would only
+#     wait for the kernel on the device thread, so (a) never applies there; (b) does.
+#     The same holds on an executor thread, where every node runs inline (NOTE [Work
+#     on an executor thread]).
 #
 # What a responsiveness hand-off costs (measured on a 2-core VM, one thread per BLAS
 # call, a 2.6 ms ConvolutionBackward0 in a 5-6 ms conv forward+backward): ~50 us of
@@ -323,7 +323,12 @@ class OffloadPolicy:
 # that state neither mode faults and neither calls mmap, munmap or madvise per step
 # (strace), and in a process whose big arrays do fault (glibc's dynamic mmap threshold
 # not yet raised by earlier frees) the device thread faults less than the loop thread
-# and ``auto`` costs no more than ``never``. This is the price of keeping the loop free
+# and ``auto`` costs no more than ``never``. Issue 19 measured it again with the loop
+# thread's CPU clock apart (``x.sin().sum()`` over 20,000 elements, ``always`` against
+# ``never``: two hand-offs a pass; 2 cores at a load of 11-13): +0.38-0.52 ms of
+# process CPU per pass, of which 0-0.09 ms on the loop thread; the rest is the device thread's (its wake-up,
+# the executor's bookkeeping, ~10 us of it, and the kernel run away from the caches
+# that hold its inputs). This is the price of keeping the loop free
 # while a kernel longer than a slice runs; a kernel that fits a slice never pays it.
 #
 # Splitting such a kernel into sub-slice pieces run inline, a turn of the loop between
