@@ -197,6 +197,20 @@ def test_policy_offloads_only_for_responsiveness_or_parallelism() -> None:
         policy.rates.pop(FakeNode, None)
 
 
+def test_policy_stretch_runs_kernels_a_little_past_a_slice_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    class FakeNode:
+        work = 1_000_000
+
+    monkeypatch.setattr(policy, "stretch", 1.5)
+    policy.rates[FakeNode] = 1.2e-9  # predicted 1.2 ms: past a 1 ms slice, within 1.5 of them
+    try:
+        assert not policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]
+        policy.rates[FakeNode] = 2e-9  # predicted 2 ms: past the stretch
+        assert policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]
+    finally:
+        policy.rates.pop(FakeNode, None)
+
+
 async def test_auto_runs_a_sequential_graph_of_mid_sized_kernels_inline(offload_mode: Any,
                                                                       thread_log: list[str]) -> None:
     # Kernels predicted above the hand-off threshold but within a time slice, one after

@@ -220,6 +220,7 @@ class OffloadPolicy:
 
     min_work = 16384
     threshold_s = 200e-6  # below this a hand-off costs more CPU than overlap buys (NOTE [Offload policy])
+    stretch = 1.0  # a kernel predicted up to stretch slices runs inline, from a fresh slice (NOTE [Offload policy] (a))
     default_rate = 1e-9  # seconds per unit of work, until measured
 
     def __init__(self) -> None:
@@ -253,7 +254,7 @@ class OffloadPolicy:
         if self.mode != "auto":
             return self.mode == "always"
         predicted = self.predict(node)
-        if predicted > time_slice:  # responsiveness: inline, it would hold the loop past a slice
+        if predicted > time_slice * self.stretch:  # responsiveness: inline, it would hold the loop past a slice
             return True
         return loop_has_work and predicted > self.threshold_s  # parallelism: worth a hand-off
 
@@ -286,6 +287,10 @@ class OffloadPolicy:
 # (a) Responsiveness: its predicted time exceeds the engine's time slice. Run inline,
 #     it would block every other coroutine of the loop for longer than a slice; on its
 #     device thread the driver sleeps in ``wait_for_work`` and the loop stays free.
+#     ``stretch`` (1.0) trades one for the other: a kernel predicted up to ``stretch``
+#     slices runs inline, after a yield, so the loop may wait that long once, and a
+#     kernel of 1-1.5 slices pays no hand-off (0.2-0.5 ms of CPU, below). Left at 1.0
+#     until measured on a quiet machine (issue 19: the load of 8-13 made it unmeasurable).
 # (b) Parallelism: other nodes of the pass are ready on the loop (the engine's ready
 #     queue is not empty) and the kernel is long enough (``threshold_s``) for the
 #     overlap to outweigh the hand-off. Device work already in flight does not count:
