@@ -78,7 +78,7 @@ def checkpoint_function() -> Callable[[], Any]:
     if kind == "asyncio":
         return _asyncio_yield
     if kind is None:
-        return _no_yield
+        return no_yield
     return checkpoint
 
 
@@ -86,7 +86,7 @@ def _asyncio_yield() -> Any:
     return asyncio.sleep(0)
 
 
-async def _no_yield() -> None:
+async def no_yield() -> None:
     """The time-slice yield of a loop-free pass: nothing else runs on this thread to yield to."""
 
 

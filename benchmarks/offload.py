@@ -15,6 +15,10 @@ sides) and the ratio to ``never``. Cases:
   4 heads, context 64, batch 16, vocabulary 65, causal attention through an additive
   mask, GELU MLP, pre-layer-norm, AdamW), forward + backward + update.
 
+``--stretch X`` samples a third row, ``auto`` with the policy's ``stretch`` at X (a kernel
+predicted up to X time slices runs inline instead of paying a hand-off; NOTE [Offload
+policy] (a)), interleaved with the other two.
+
 Target (issue 12): ``auto`` no slower than ``never`` on these steps (ratio <= 1.05).
 The loop-lag side of the policy (responsiveness) is benchmarks/loop_lag.py.
 """
@@ -42,16 +46,20 @@ QUICK_CONTEXT, QUICK_BATCH = 32, 8
 class ModeSampler(H.AsyncSampler):
     """Times ``step()`` under one offload mode; keeps the process CPU time of each run too."""
 
-    def __init__(self, step: Callable[[], Awaitable[Any]], mode: str, loop: Any) -> None:
+    def __init__(self, step: Callable[[], Awaitable[Any]], mode: str, loop: Any, stretch: float = 1.0) -> None:
         super().__init__(self._timed, self._setup, loop=loop)
         self.step = step
         self.mode = mode
+        self.stretch = stretch
         self.cpu: list[float] = []
 
     def _setup(self) -> None:
         ag = H.import_aiograd()
         assert ag is not None
         ag.set_offload(self.mode)
+        from aiograd.autograd import executors
+
+        executors.policy.stretch = self.stretch  # NOTE [Offload policy] (a); 1.0 is the default
 
     async def _timed(self, _: Any) -> None:
         c0 = time.process_time()
@@ -159,17 +167,22 @@ CASES: list[tuple[str, Callable[[bool], Callable[[], Awaitable[Any]]]]] = [
 
 
 def _case_rows(case: str, make: Callable[[bool], Callable[[], Awaitable[Any]]], repeat: int,
-               quick: bool) -> list[dict[str, Any]]:
+               quick: bool, stretch: float | None = None) -> list[dict[str, Any]]:
     loop = H.new_loop()
     ag = H.import_aiograd()
     before = ag.get_offload() if ag is not None else "auto"
     try:
         step = make(quick)
         samplers = {f"aiograd (offload {m})": ModeSampler(step, m, loop) for m in MODES}
+        if stretch is not None:  # the policy's stretch knob, sampled beside the default
+            samplers[f"aiograd (offload auto, stretch {stretch:g})"] = ModeSampler(step, "auto", loop, stretch)
         results = H.interleaved(samplers, repeat)  # type: ignore[arg-type]
     finally:
         if ag is not None:
             ag.set_offload(before)
+            from aiograd.autograd import executors
+
+            executors.policy.stretch = 1.0
         H.close_loop(loop)
     rows = []
     for name, result in results.items():
@@ -182,11 +195,11 @@ def _case_rows(case: str, make: Callable[[bool], Callable[[], Awaitable[Any]]], 
     return rows
 
 
-def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
-    """Time every case under both modes; print the table and the target lines."""
+def run(repeat: int = 5, quick: bool = False, stretch: float | None = None) -> list[dict[str, Any]]:
+    """Time every case under both modes (and ``auto`` with ``stretch``, if given); print the table and targets."""
     rows: list[dict[str, Any]] = []
     for case, make in CASES:
-        rows += H.guarded(BENCH, case, "aiograd", UNIT, lambda: _case_rows(case, make, repeat, quick))
+        rows += H.guarded(BENCH, case, "aiograd", UNIT, lambda: _case_rows(case, make, repeat, quick, stretch))
     H.print_table("offload: training steps, auto vs never (wall ms; cpu_ms: process CPU, all threads)", rows,
                   baselines=("aiograd (offload never)",), extra_cols=("cpu_ms", "spread"))
     H.print_targets(_targets(rows))
@@ -208,5 +221,7 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=7, help="timed runs per mode, median reported (min 5)")
     p.add_argument("--quick", action="store_true", help="smaller sizes")
+    p.add_argument("--stretch", type=float, default=None,
+                   help="also sample auto with the policy's stretch at this value (NOTE [Offload policy] (a))")
     args = p.parse_args()
-    run(repeat=args.repeat, quick=args.quick)
+    run(repeat=args.repeat, quick=args.quick, stretch=args.stretch)

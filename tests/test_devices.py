@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -158,6 +159,29 @@ def test_policy_learns_rates_from_measurements() -> None:
     policy.rates.pop(FakeNode, None)
 
 
+@pytest.mark.skipif(executors.kernel_clock is not time.thread_time, reason="the thread CPU clock is coarse here")
+def test_policy_learns_from_cpu_time_not_from_preemption(offload_mode: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A kernel that waits 20 ms without working, as one preempted on a busy machine:
+    # timed on the wall clock it taught a rate that sent it past a slice ever after.
+    orig = SinBackward0.apply
+
+    def preempted(self: Any, grads: Any) -> Any:
+        time.sleep(0.02)
+        return orig(self, grads)
+
+    monkeypatch.setattr(SinBackward0, "apply", preempted)
+    offload_mode("auto")
+    policy.rates.pop(SinBackward0, None)
+    try:
+        x = ag.randn(20000, dtype=ag.float64, requires_grad=True)
+        for _ in range(3):
+            x.sin().sum().backward_sync()
+        assert SinBackward0 in policy.rates
+        assert policy.rates[SinBackward0] * 20000 < 1e-3  # 20 ms of waiting are not 20 ms of work
+    finally:
+        policy.rates.pop(SinBackward0, None)
+
+
 def test_policy_offloads_only_for_responsiveness_or_parallelism() -> None:
     class FakeNode:
         work = 1_000_000
@@ -169,6 +193,20 @@ def test_policy_offloads_only_for_responsiveness_or_parallelism() -> None:
         assert policy.should_offload(FakeNode(), 2e-4, False)  # type: ignore[arg-type]  # overruns the slice
         policy.rates[FakeNode] = 1e-10  # predicted 100 us: not worth a hand-off even with work to overlap
         assert not policy.should_offload(FakeNode(), 1e-3, True)  # type: ignore[arg-type]
+    finally:
+        policy.rates.pop(FakeNode, None)
+
+
+def test_policy_stretch_runs_kernels_a_little_past_a_slice_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    class FakeNode:
+        work = 1_000_000
+
+    monkeypatch.setattr(policy, "stretch", 1.5)
+    policy.rates[FakeNode] = 1.2e-9  # predicted 1.2 ms: past a 1 ms slice, within 1.5 of them
+    try:
+        assert not policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]
+        policy.rates[FakeNode] = 2e-9  # predicted 2 ms: past the stretch
+        assert policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]
     finally:
         policy.rates.pop(FakeNode, None)
 
@@ -188,6 +226,23 @@ async def test_auto_runs_a_sequential_graph_of_mid_sized_kernels_inline(offload_
     finally:
         policy.rates.pop(MmBackward0, None)
     assert thread_log and set(thread_log) == {threading.current_thread().name}
+
+
+def test_a_pass_without_an_event_loop_hands_off_nothing_for_responsiveness(offload_mode: Any,
+                                                                           thread_log: list[str]) -> None:
+    # backward_sync: no loop waits for a turn, so a kernel past a slice gains nothing on the
+    # device thread (the calling thread would wait for it) and runs on the calling thread.
+    offload_mode("auto")
+    policy.rates[MmBackward0] = 1e-6  # every product predicted far past a slice
+    try:
+        w = ag.randn(64, 64, dtype=ag.float64, requires_grad=True)
+        h = ag.randn(64, 64, dtype=ag.float64)
+        for _ in range(3):
+            h = h @ w
+        h.sum().backward_sync()
+    finally:
+        policy.rates.pop(MmBackward0, None)
+    assert len(thread_log) == 3 and set(thread_log) == {threading.current_thread().name}
 
 
 async def test_thread_count_is_constant_over_many_passes(offload_mode: Any) -> None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextvars
 import heapq
+import math
 import warnings
 from time import perf_counter
 from typing import Any, Callable, Sequence
@@ -58,6 +59,7 @@ from ..device import CPU
 from ..tensor import Tensor
 from . import executors
 from . import grad_mode as _gm
+from .executors import kernel_clock
 from .executors import policy as offload_policy
 from .graph import sole_owner as _sole_owner
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, edges_of, is_expandable_to, sum_to
@@ -712,7 +714,9 @@ class Engine:
     #     (NOTE [Offload policy] in executors.py): no clock read for small ones. Such a
     #     node goes to its device thread only when that buys responsiveness or
     #     parallelism; run inline, it first yields to the loop if it would end past the
-    #     slice's deadline, so inline kernels never stretch a slice.
+    #     slice's deadline, so inline kernels never stretch a slice. A pass without an
+    #     event loop (``backward_sync``) asks the policy with an infinite slice: no loop
+    #     waits for a turn, so only parallelism may send a kernel away.
     # (h) Validation fast path: the gradient's dtype and shape are compared with those
     #     its edge carries, and only a mismatch takes the full ``validate_grad``
     #     (broadcast reduction, casts, errors; on every output it cost +0.4 us/node).
@@ -750,6 +754,8 @@ class Engine:
         min_work = offload_policy.engine_min_work()
         AG = AccumulateGrad
         checkpoint = _aio.checkpoint_function()
+        # Without an event loop nothing waits for a turn: no hand-off for responsiveness (g).
+        policy_slice = _time_slice if checkpoint is not _aio.no_yield else math.inf
         deadline = perf_counter() + _time_slice
         countdown = _CHECK_EVERY
         nxt: Node | None = node  # the node made ready last (b)
@@ -804,7 +810,7 @@ class Engine:
                     if grads[0] is None and not node._runs_on_undefined and all(g is None for g in grads):
                         outputs = [None] * node.num_outputs()
                     elif node.work >= min_work and node._offloadable:  # (g)
-                        if offload_policy.should_offload(node, _time_slice, bool(heap)):
+                        if offload_policy.should_offload(node, policy_slice, bool(heap)):
                             self._dispatch(gt, node, grads)
                             continue  # its outputs come back through ``done`` (f)
                         t0 = perf_counter()
@@ -813,8 +819,9 @@ class Engine:
                             t0 = perf_counter()
                             deadline = t0 + _time_slice
                             countdown = _CHECK_EVERY
+                        c0 = kernel_clock()
                         outputs = node.apply(grads)
-                        offload_policy.observe(node, perf_counter() - t0)
+                        offload_policy.observe(node, kernel_clock() - c0)
                     else:
                         outputs = node.apply(grads)
                         if outputs.__class__ is not tuple and outputs.__class__ is not list:

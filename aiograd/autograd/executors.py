@@ -10,6 +10,21 @@ back to the driver, which alone touches the GraphTask's dependency table.
 Nodes whose backward awaits (async custom Functions, reentrant backward) are
 never dispatched: they run on the loop, so a device thread never waits for a
 nested pass and no thread is ever added.
+
+NOTE [Work on an executor thread]: an executor thread never waits for work
+queued to an executor. A pass driven on one (``backward_sync`` or
+``await loss.backward()`` in a function run by ``ag.offload``, a node's
+backward that starts a pass) runs every node inline, whatever the offload
+mode, and ``submit``/``offload`` called there run their function at once on
+that thread. Otherwise the thread would queue work to itself, or to another
+device thread that may be waiting for it, and wait forever (issue 19). The
+threads are marked by their executor's initializer (``on_executor_thread``).
+
+NOTE [Executors and fork]: a forked child has only the thread that forked.
+The executors, their queues and aiograd's locks are reset in the child
+(``os.register_at_fork``), so its first offloaded kernel starts a fresh
+executor thread instead of queueing to one that no longer exists (a
+``ThreadPoolExecutor`` copied with an idle worker thinks it has one).
 """
 
 from __future__ import annotations
@@ -20,7 +35,7 @@ import math
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from time import perf_counter
+from time import get_clock_info, perf_counter, thread_time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
@@ -48,9 +63,22 @@ __all__ = [
     "await_job",
     "set_num_threads",
     "get_num_threads",
+    "on_executor_thread",
+    "kernel_clock",
 ]
 
 T = TypeVar("T")
+
+_thread_state = threading.local()  # ``executor`` is True on aiograd's executor threads
+
+
+def _mark_executor_thread() -> None:
+    _thread_state.executor = True
+
+
+def on_executor_thread() -> bool:
+    """Whether the calling thread is one of aiograd's executor threads (NOTE [Work on an executor thread])."""
+    return getattr(_thread_state, "executor", False)
 
 
 class DeviceRuntime:
@@ -68,7 +96,9 @@ class DeviceRuntime:
         if ex is None:
             with self._lock:
                 if self._executor is None:
-                    self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"aiograd-{self.device}")
+                    self._executor = ThreadPoolExecutor(
+                        1, thread_name_prefix=f"aiograd-{self.device}", initializer=_mark_executor_thread
+                    )
                     started = True
                 else:
                     started = False
@@ -96,15 +126,17 @@ class DeviceRuntime:
             gt.post(gt.device_done, node, grads, None, None, 0.0)
             return
         t0 = perf_counter()
+        c0 = kernel_clock()
         try:
             outputs = ctx.run(_apply_sync, node, grads)
             err = None
         except BaseException as e:  # handed to the driver, which raises it
             outputs, err = None, e
+        secs = kernel_clock() - c0
         t1 = perf_counter()
         if gt.monitor is not None:
             gt.monitor.ran_on_device(node, t0, t1)
-        gt.post(gt.device_done, node, grads, outputs, err, t1 - t0)
+        gt.post(gt.device_done, node, grads, outputs, err, secs)
 
     def discard(self, gt: "GraphTask") -> int:
         """Drop the queued (not running) nodes of ``gt``; return how many."""
@@ -123,6 +155,12 @@ class DeviceRuntime:
 def _apply_sync(node: "Node", grads: list[Any]) -> Any:
     with np.errstate(all="ignore"):
         return node.apply(grads)
+
+
+# The clock the offload policy learns kernel rates from: the thread's CPU time, so that
+# a kernel preempted half-way on a busy machine does not teach a rate many times too
+# high (NOTE [Offload policy] (c)); the wall clock where CPU time is coarse (Windows).
+kernel_clock = thread_time if get_clock_info("thread_time").resolution <= 1e-6 else perf_counter
 
 
 _RUNTIMES: dict[Device, DeviceRuntime] = {}
@@ -145,6 +183,27 @@ def discard(gt: "GraphTask") -> int:
     return sum(rt.discard(gt) for rt in list(_RUNTIMES.values()))
 
 
+def _reset_after_fork() -> None:
+    """In a forked child: forget the parent's executor threads, queued nodes and locks (NOTE [Executors and fork]).
+
+    The executor objects are dropped, not shut down: their threads do not exist here,
+    and the next job starts a fresh one. Locks another thread held at the fork would
+    stay held forever: every lock aiograd shares between threads is made anew.
+    """
+    global _RUNTIMES_LOCK
+    from . import graph, monitor
+
+    _RUNTIMES_LOCK = threading.Lock()
+    for rt in _RUNTIMES.values():
+        rt._executor = None
+        rt._queue = ReadyQueue()
+        rt._lock = threading.Lock()
+    _thread_state.executor = False  # the forking thread may have been an executor's: here it is the main one
+    _blas._lock = threading.Lock()
+    graph._GRAD_LOCKS = tuple(threading.Lock() for _ in graph._GRAD_LOCKS)
+    monitor._active_lock = threading.Lock()
+
+
 def live_threads() -> int:
     """How many executor threads aiograd has started (one per device used)."""
     return sum(1 for rt in _RUNTIMES.values() if rt._executor is not None)
@@ -161,6 +220,7 @@ class OffloadPolicy:
 
     min_work = 16384
     threshold_s = 200e-6  # below this a hand-off costs more CPU than overlap buys (NOTE [Offload policy])
+    stretch = 1.0  # a kernel predicted up to stretch slices runs inline, from a fresh slice (NOTE [Offload policy] (a))
     default_rate = 1e-9  # seconds per unit of work, until measured
 
     def __init__(self) -> None:
@@ -169,8 +229,10 @@ class OffloadPolicy:
         self.warmed_up: set[type] = set()  # node types whose first run was seen (and not learned from)
 
     def engine_min_work(self) -> int:
-        """Nodes with less work than this are run inline without asking (the hot loop's test)."""
-        if self.mode == "never":
+        """Nodes with less work than this are run inline without asking (the hot loop's test).
+
+        Everything on an executor thread (NOTE [Work on an executor thread])."""
+        if self.mode == "never" or getattr(_thread_state, "executor", False):
             return 1 << 62
         if self.mode == "always":
             return -1
@@ -185,13 +247,14 @@ class OffloadPolicy:
     def should_offload(self, node: "Node", time_slice: float, loop_has_work: bool) -> bool:
         """Whether ``node`` goes to its device's thread: only when that buys something.
 
-        ``time_slice`` is the engine's; ``loop_has_work`` says whether other nodes of the
-        pass are ready to run on the loop meanwhile (NOTE [Offload policy]).
+        ``time_slice`` is the engine's (infinite in a pass without an event loop: no loop to
+        keep free); ``loop_has_work`` says whether other nodes of the pass are ready to run
+        on the loop meanwhile (NOTE [Offload policy]).
         """
         if self.mode != "auto":
             return self.mode == "always"
         predicted = self.predict(node)
-        if predicted > time_slice:  # responsiveness: inline, it would hold the loop past a slice
+        if predicted > time_slice * self.stretch:  # responsiveness: inline, it would hold the loop past a slice
             return True
         return loop_has_work and predicted > self.threshold_s  # parallelism: worth a hand-off
 
@@ -224,6 +287,10 @@ class OffloadPolicy:
 # (a) Responsiveness: its predicted time exceeds the engine's time slice. Run inline,
 #     it would block every other coroutine of the loop for longer than a slice; on its
 #     device thread the driver sleeps in ``wait_for_work`` and the loop stays free.
+#     ``stretch`` (1.0) trades one for the other: a kernel predicted up to ``stretch``
+#     slices runs inline, after a yield, so the loop may wait that long once, and a
+#     kernel of 1-1.5 slices pays no hand-off (0.2-0.5 ms of CPU, below). Left at 1.0
+#     until measured on a quiet machine (issue 19: the load of 8-13 made it unmeasurable).
 # (b) Parallelism: other nodes of the pass are ready on the loop (the engine's ready
 #     queue is not empty) and the kernel is long enough (``threshold_s``) for the
 #     overlap to outweigh the hand-off. Device work already in flight does not count:
@@ -240,7 +307,17 @@ class OffloadPolicy:
 # (c) Rates: a node type's rate is a moving average of its measured runs, except its
 #     first run, which pays one-time costs (EmbeddingBackward0's first run imported
 #     scipy.sparse: 211 ms for a 40 us kernel). Learned from, that run made every
-#     later one predicted above the slice and offloaded for ~15 passes.
+#     later one predicted above the slice and offloaded for ~15 passes. Runs are timed
+#     on the thread's CPU clock (``kernel_clock``), not the wall clock: on a busy
+#     machine a kernel preempted half-way measured many times its work, and the rate
+#     it taught sent kernels of ~0.1 ms (TransposeBackward0, PermuteBackward0, a
+#     transformer's layer norms) to the device thread for responsiveness (issue 19).
+#
+# (d) A pass without an event loop (``backward_sync``, NOTE [Loop-free passes] in _aio.py)
+#     asks with an infinite slice: no loop waits for a turn, and its thread would only
+#     wait for the kernel on the device thread, so (a) never applies there; (b) does.
+#     The same holds on an executor thread, where every node runs inline (NOTE [Work
+#     on an executor thread]).
 #
 # What a responsiveness hand-off costs (measured on a 2-core VM, one thread per BLAS
 # call, a 2.6 ms ConvolutionBackward0 in a 5-6 ms conv forward+backward): ~50 us of
@@ -251,8 +328,20 @@ class OffloadPolicy:
 # that state neither mode faults and neither calls mmap, munmap or madvise per step
 # (strace), and in a process whose big arrays do fault (glibc's dynamic mmap threshold
 # not yet raised by earlier frees) the device thread faults less than the loop thread
-# and ``auto`` costs no more than ``never``. This is the price of keeping the loop free
+# and ``auto`` costs no more than ``never``. Issue 19 measured it again with the loop
+# thread's CPU clock apart (``x.sin().sum()`` over 20,000 elements, ``always`` against
+# ``never``: two hand-offs a pass; 2 cores at a load of 11-13): +0.38-0.52 ms of
+# process CPU per pass, of which 0-0.09 ms on the loop thread; the rest is the device thread's (its wake-up,
+# the executor's bookkeeping, ~10 us of it, and the kernel run away from the caches
+# that hold its inputs). This is the price of keeping the loop free
 # while a kernel longer than a slice runs; a kernel that fits a slice never pays it.
+#
+# Splitting such a kernel into sub-slice pieces run inline, a turn of the loop between
+# two, does not pay either (issue 19, measured): the mlp's 256x512 @ 512x784 weight and
+# input gradients (5.1 ms, one BLAS thread, best of 5 x 10, process CPU) cost 5.2 ms in
+# 2 bands of rows, 5.5 in 4, 6.2 in 8 and 7.9 in 16; pieces of half a slice need 10 or
+# more, and each adds a turn of the loop. A band too thin for BLAS's blocking loses more
+# than the hand-off it saves.
 
 
 policy = OffloadPolicy()
@@ -284,9 +373,22 @@ def get_offload() -> str:
 
 
 def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
-    """Queue ``fn(*args, **kwargs)`` on the cpu executor, in a copy of the caller's context."""
+    """Queue ``fn(*args, **kwargs)`` on the cpu executor, in a copy of the caller's context.
+
+    Called on an executor thread, it runs ``fn`` at once there and returns the finished
+    job: that thread must not wait for work queued behind itself (NOTE [Work on an executor thread])."""
     ctx = contextvars.copy_context()
-    return runtime(CPU).executor.submit(ctx.run, fn, *args, **kwargs)
+    if not getattr(_thread_state, "executor", False):
+        return runtime(CPU).executor.submit(ctx.run, fn, *args, **kwargs)
+    job: Future[T] = Future()
+    job.set_running_or_notify_cancel()
+    try:
+        result = ctx.run(fn, *args, **kwargs)
+    except BaseException as e:  # handed to the awaiting caller, as the executor would
+        job.set_exception(e)
+    else:
+        job.set_result(result)
+    return job
 
 
 async def await_job(job: "Future[T]") -> T:
@@ -325,8 +427,20 @@ async def offload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         loss = await ag.offload(lambda: F.cross_entropy(model(x), y))
     """
     if inspect.iscoroutinefunction(fn):
-        raise TypeError(f"offload runs synchronous functions; {fn.__qualname__} is a coroutine function: await it")
-    return await await_job(submit(fn, *args, **kwargs))
+        raise TypeError(f"offload runs synchronous functions; {_name(fn)} is a coroutine function: await it")
+    result = await await_job(submit(fn, *args, **kwargs))
+    if inspect.isawaitable(result):  # ``lambda: coro_fn()``: what it returned would never run
+        if inspect.iscoroutine(result):
+            result.close()  # refused here, so no "never awaited" warning besides
+        raise TypeError(
+            f"offload runs synchronous functions; {_name(fn)} returned {type(result).__name__} "
+            f"(an awaitable): await it instead of offloading it"
+        )
+    return result
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
 # ----- BLAS threads -------------------------------------------------------------------
@@ -418,6 +532,7 @@ def set_num_threads(n: int | None) -> None:
     """
     _blas.requested = None if n is None else _check_threads(n)
     _blas.apply()
+os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def get_num_threads() -> int:
@@ -427,3 +542,4 @@ def get_num_threads() -> int:
 
 
 _blas.apply()
+os.register_at_fork(after_in_child=_reset_after_fork)
