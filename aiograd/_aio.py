@@ -62,15 +62,6 @@ def running_loop_kind() -> str | None:
     return _sniffio_thread.name  # type: ignore[no-any-return]
 
 
-def leave_loop_context() -> None:
-    """Say, in a thread started from a task with a copy of its context, that no loop runs here.
-
-    anyio and trio name the running library in a context variable (sniffio's), which a copied
-    context carries into the thread; reset there, ``running_loop_kind()`` answers None in it."""
-    if _sniffio_cvar is not None:
-        _sniffio_cvar.set(None)
-
-
 def checkpoint_function() -> Callable[[], Any]:
     """The cheapest way to yield to the running loop: ``asyncio.sleep(0)`` on asyncio, anyio's
     otherwise, and nothing at all in a loop-free pass (NOTE [Loop-free passes])."""

@@ -302,7 +302,16 @@ def asyncio_backward():
     x, loss = graph(); asyncio.run(loss.backward()); return x.grad.numpy()
 
 def asyncio_grad():
-    x, loss = graph(); return asyncio.run(ag.autograd.grad(loss, [x]))[0].numpy()
+    x, loss = graph()
+    async def main():
+        return await ag.autograd.grad(loss, [x])
+    return asyncio.run(main())[0].numpy()
+
+def plain_backward():  # no loop runs on the executor thread: backward() completes (NOTE [Sync outside a loop])
+    x, loss = graph(); loss.backward(); return x.grad.numpy()
+
+def plain_grad():
+    x, loss = graph(); return ag.grad(loss, [x])[0].numpy()
 
 def trio_backward():
     x, loss = graph()
@@ -324,7 +333,7 @@ def checkpointed():
 
 def gradcheck():
     x = ag.tensor(np.linspace(-1.0, 1.0, 9).reshape(3, 3), requires_grad=True)
-    return np.array(float(asyncio.run(ag.gradcheck(lambda t: (t @ t).tanh(), (x,)))))
+    return np.array(float(ag.gradcheck(lambda t: (t @ t).tanh(), (x,))))
 
 def step_async():
     x, loss = graph(); loss.backward_sync()
@@ -364,8 +373,8 @@ os._exit(0)
 '''
 
 _ENTRY_POINTS = [
-    "backward_sync", "ag_backward_sync", "grad_sync", "asyncio_backward", "asyncio_grad", "trio_backward",
-    "nested_offload", "checkpointed", "gradcheck", "step_async",
+    "backward_sync", "ag_backward_sync", "grad_sync", "plain_backward", "plain_grad", "asyncio_backward",
+    "asyncio_grad", "trio_backward", "nested_offload", "checkpointed", "gradcheck", "step_async",
 ]
 
 

@@ -340,7 +340,6 @@ def _worker_loop(worker_id: int, num_workers: int, spec: WorkerSpec, tasks: "que
                  results: Results, stop: threading.Event) -> None:
     """One worker thread's life: run ``worker_init_fn``, then answer tasks until told to stop."""
     try:
-        _aio.leave_loop_context()  # a worker is a plain thread: backward() there completes before it returns
         label: int | None = None
         init_failure: Failure | None = None
         if spec.visible:
