@@ -81,6 +81,7 @@ from .normalization import (
     RMSNorm,
 )
 from .parameter import Parameter
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -146,4 +147,6 @@ __all__ = [
     # attention, transformers
     "MultiheadAttention", "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerDecoder", "Transformer",
+    # recurrent layers
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
