@@ -5,4 +5,4 @@ sync_call, distributed, server) exposes ``run(repeat: int, quick: bool) -> list[
 """
 
 BENCHMARKS = ("forward", "chain", "fanout", "loop_lag", "devices", "concurrency", "mlp", "conv", "offload", "transformer",
-              "cnn", "sync_call", "distributed", "server")
+              "cnn", "sync_call", "distributed", "server", "lstm")

@@ -134,7 +134,7 @@ class RNNBase(Module):
         if self.batch_first is not False:
             s += f", batch_first={self.batch_first}"
         if self.dropout != 0:
-            s += f", dropout={self.dropout:g}" if self.dropout != int(self.dropout) else f", dropout={self.dropout}"
+            s += f", dropout={self.dropout}"
         if self.bidirectional is not False:
             s += f", bidirectional={self.bidirectional}"
         return s

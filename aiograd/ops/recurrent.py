@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..autograd.graph import Node, Saved, SavedArray, record, save, unpack
-from ..tensor import Tensor
+from ..tensor import Tensor, zeros
 from ._common import needs_grad, wrap
 from ._table import OpTable
 
@@ -425,10 +425,8 @@ class RnnBackwardBase(Node):
         if gy is not None and not self.packed:
             gy = gy.reshape(-1, gy.shape[-1])
         if graph:
-            from .. import tensor as _t
-
             def zero(like: Any, shape: tuple[int, ...]) -> Any:
-                return _t.zeros(*shape, dtype=like.dtype)
+                return zeros(*shape, dtype=like.dtype)
 
             n_rows = x2.shape[0]
             hout = hx.shape[1]
