@@ -82,6 +82,9 @@ class _Forward:
     __slots__ = ("out", "h", "c", "gates", "hprev", "cprev", "tc", "r", "hn")
 
     def __init__(self) -> None:
+        self.out: Any = None  # the output of every step (N, Hout)
+        self.h: Any = None  # the final h (B, Hout)
+        self.c: Any = None  # LSTM: the final c (B, H)
         self.gates: Any = None  # activated gates (N, G*H)
         self.hprev: Any = None  # the state each row stepped from (N, Hout)
         self.cprev: Any = None  # LSTM: the cell state each row stepped from (N, H)
@@ -199,8 +202,8 @@ def _bptt(mode: str, fw: "RnnBackwardBase", x: np.ndarray, w_ih: np.ndarray, w_h
           w_hr: np.ndarray | None, gy: Any, ghn: Any, gcn: Any, hx_shape: tuple[int, ...],
           has_b_hh: bool) -> tuple[Any, ...]:
     """Gradients of (input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr) from the saved gates, in numpy."""
-    gates = fw.gates
-    hprev = fw.hprev
+    gates: Any = fw.gates
+    hprev: Any = fw.hprev
     n_rows, width = gates.shape
     hsize = w_hh.shape[0] // GATES[mode]
     dtype = gates.dtype
@@ -210,7 +213,9 @@ def _bptt(mode: str, fw: "RnnBackwardBase", x: np.ndarray, w_ih: np.ndarray, w_h
     steps = fw.steps[::-1]
     if mode == "LSTM":
         dc = np.zeros((hx_shape[0], hsize), dtype) if gcn is None else np.array(gcn, dtype=dtype)
-        cprev, tcs, rs = fw.cprev, fw.tc, fw.r
+        cprev: Any = fw.cprev
+        tcs: Any = fw.tc
+        rs: Any = fw.r
         dr_all = np.empty((n_rows, hx_shape[1]), dtype) if w_hr is not None else None
         h2, h3 = 2 * hsize, 3 * hsize
         for off, bs in steps:
@@ -245,7 +250,7 @@ def _bptt(mode: str, fw: "RnnBackwardBase", x: np.ndarray, w_ih: np.ndarray, w_h
     elif mode == "GRU":
         dgh = np.empty((n_rows, width), dtype)
         h2 = 2 * hsize
-        hns = fw.hn
+        hns: Any = fw.hn
         for off, bs in steps:
             sl = slice(off, off + bs)
             dht = dh[:bs]
@@ -417,7 +422,7 @@ class RnnBackwardBase(Node):
         graph = any(isinstance(g, Tensor) for g in (gy, ghn, gcn))
         if not graph and self.gates is None:
             unpack(self, None, False)  # released: the "backward through the graph a second time" error
-        vals = [unpack(self, s, graph) if s is not None else None
+        vals: list[Any] = [unpack(self, s, graph) if s is not None else None
                 for s in (self.x, self.hx, self.cx, self.w_ih, self.w_hh, self.b_ih, self.b_hh, self.w_hr)]
         x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr = vals
         in_shape = x.shape
