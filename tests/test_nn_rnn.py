@@ -269,6 +269,18 @@ def test_deepcopy_and_double() -> None:
      "GRUCell: Expected hidden to be 1D or 2D, got 3D instead"),
     (lambda: nn.RNNCell(3, 4), lambda m: m(ag.zeros(2, 5)), RuntimeError,
      "input has inconsistent input_size: got 5 expected 3"),
+    (lambda: nn.RNNCell(10, 20, "relu"), lambda m: m(ag.zeros(3, 10), ag.zeros(3, 21)), RuntimeError,
+     "hidden0 has inconsistent hidden_size: got 21, expected 20"),
+    (lambda: nn.GRUCell(10, 20), lambda m: m(ag.zeros(3, 10), ag.zeros(5, 20)), RuntimeError,
+     "Input batch size 3 doesn't match hidden0 batch size 5"),
+    (lambda: nn.GRUCell(10, 20), lambda m: m(ag.zeros(3, 10), ag.zeros(20)), RuntimeError,
+     "Input batch size 3 doesn't match hidden0 batch size 20"),
+    (lambda: nn.LSTMCell(10, 20), lambda m: m(ag.zeros(3, 10), (ag.zeros(3, 20), ag.zeros(3, 21))), RuntimeError,
+     "hidden1 has inconsistent hidden_size: got 21, expected 20"),
+    (lambda: nn.LSTMCell(10, 20), lambda m: m(ag.zeros(3, 10), (ag.zeros(5, 20), ag.zeros(5, 20))), RuntimeError,
+     "Input batch size 3 doesn't match hidden0 batch size 5"),
+    (lambda: nn.LSTMCell(10, 20), lambda m: m(ag.zeros(3, 10), (ag.zeros(3, 1, 1, 20), ag.zeros(3, 1, 1, 20))),
+     ValueError, "LSTMCell: Expected hx[0] to be 1D or 2D, got 4D instead"),
 ])
 def test_forward_errors_as_torch(make: Any, call: Any, error: type[Exception], message: str) -> None:
     m = make()

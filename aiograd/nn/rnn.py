@@ -380,7 +380,18 @@ class RNNCellBase(Module):
         batched = input.ndim == 2
         return (input if batched else input.unsqueeze(0)), batched
 
+    def _check_hidden(self, x: Tensor, h: Tensor, k: int) -> None:
+        """torch's checks of a cell's ``hidden{k}`` against the (batched) input."""
+        if x.shape[0] != h.shape[0]:
+            raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{k} batch size {h.shape[0]}")
+        if h.shape[-1] != self.hidden_size:
+            raise RuntimeError(
+                f"hidden{k} has inconsistent hidden_size: got {h.shape[-1]}, expected {self.hidden_size}")
+
     def _step(self, mode: str, x: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        self._check_hidden(x, h, 0)
+        if c is not None:
+            self._check_hidden(x, c, 1)
         _, h1, c1 = rnn_layer(x.unsqueeze(0), h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh,
                               None, mode=mode)
         return h1, c1
