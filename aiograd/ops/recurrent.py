@@ -386,10 +386,11 @@ def _generic(mode: str, x: Any, hx: Any, cx: Any, w_ih: Any, w_hh: Any, b_ih: An
             dgx[off] = dgh[off] = d
             dhp = d @ w_hh
         dh = dhp if bs == dh.shape[0] else _cat([dhp, dh[bs:]])
-    order = sorted(dgx)
+    order = sorted(dgx)  # the steps' offsets: the rows of the 2-D data, in order
+    in_rows = sorted(range(len(steps)), key=lambda k: steps[k][0])  # visited steps, in the same order
     dgx_all = _cat([dgx[k] for k in order])
     dgh_all = _cat([dgh[k] for k in order])
-    hprev = _cat([sv[0] for _, sv in sorted(zip([s[0] for s in steps], saved), key=lambda p: p[0])])
+    hprev = _cat([saved[k][0] for k in in_rows])
     dx = dgx_all @ w_ih
     dw_ih = dgx_all.T @ x
     db_ih = dgx_all.sum(0) if b_ih is not None else None
@@ -397,7 +398,7 @@ def _generic(mode: str, x: Any, hx: Any, cx: Any, w_ih: Any, w_hh: Any, b_ih: An
     db_hh = dgh_all.sum(0) if b_hh is not None else None
     dw_hr = None
     if w_hr is not None:
-        rs = _cat([sv[7] for _, sv in sorted(zip([s[0] for s in steps], saved), key=lambda p: p[0])])
+        rs = _cat([saved[k][7] for k in in_rows])
         dw_hr = _cat([dr[k] for k in order]).T @ rs
     return dx, dh, (dc if mode == "LSTM" else None), dw_ih, dw_hh, db_ih, db_hh, dw_hr
 
@@ -435,7 +436,7 @@ class RnnBackwardBase(Node):
         if not graph and self.gates is None:
             unpack(self, None, False)  # released: the "backward through the graph a second time" error
         vals: list[Any] = [unpack(self, s, graph) if s is not None else None
-                for s in (self.x, self.hx, self.cx, self.w_ih, self.w_hh, self.b_ih, self.b_hh, self.w_hr)]
+                           for s in (self.x, self.hx, self.cx, self.w_ih, self.w_hh, self.b_ih, self.b_hh, self.w_hr)]
         x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr = vals
         in_shape = x.shape
         x2 = x if self.packed else x.reshape(-1, in_shape[-1])
