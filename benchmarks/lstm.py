@@ -29,7 +29,8 @@ N_BATCHES = 4
 LR = 1.0
 TARGET = 1.5
 
-_LSTM_NAMES = [f"{kind}_l{layer}" for layer in range(LAYERS) for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+_LSTM_NAMES = [f"{kind}_l{layer}" for layer in range(LAYERS)
+               for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
 
 
 def make_model(batch: int) -> T.Model:
@@ -44,8 +45,9 @@ def make_model(batch: int) -> T.Model:
     w: dict[str, np.ndarray] = {"encoder": uniform(0.1, VOCAB, EMBED)}
     for layer in range(LAYERS):
         size_in = EMBED if layer == 0 else HIDDEN
-        w |= {f"weight_ih_l{layer}": uniform(k, 4 * HIDDEN, size_in), f"weight_hh_l{layer}": uniform(k, 4 * HIDDEN, HIDDEN),
-              f"bias_ih_l{layer}": uniform(k, 4 * HIDDEN), f"bias_hh_l{layer}": uniform(k, 4 * HIDDEN)}
+        w |= {f"weight_ih_l{layer}": uniform(k, 4 * HIDDEN, size_in),
+              f"weight_hh_l{layer}": uniform(k, 4 * HIDDEN, HIDDEN), f"bias_ih_l{layer}": uniform(k, 4 * HIDDEN),
+              f"bias_hh_l{layer}": uniform(k, 4 * HIDDEN)}
     w |= {"decoder.w": uniform(0.1, VOCAB, HIDDEN), "decoder.b": np.zeros(VOCAB, np.float32)}
     batches = []
     for _ in range(N_BATCHES):

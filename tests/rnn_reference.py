@@ -169,7 +169,8 @@ def utils_results(lib: Any) -> dict[str, np.ndarray]:
             seqs = [lib.tensor(s, requires_grad=True) for s in seqs_np]
             padded = U.pad_sequence(seqs, batch_first=bf, padding_value=-1.0, padding_side=side)
             w = lib.tensor(_rng("utils", f"w{bf}{side}").standard_normal(tuple(padded.shape)))
-            (padded * w).sum().backward() if not hasattr(padded, "backward_sync") else (padded * w).sum().backward_sync()
+            loss = (padded * w).sum()
+            loss.backward_sync() if hasattr(loss, "backward_sync") else loss.backward()
             res[f"pad_sequence:{bf}:{side}"] = padded.detach().numpy()
             for i, s in enumerate(seqs):
                 res[f"pad_sequence:{bf}:{side}:grad{i}"] = s.grad.numpy()

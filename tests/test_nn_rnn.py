@@ -292,7 +292,8 @@ def test_forward_errors_as_torch(make: Any, call: Any, error: type[Exception], m
 @pytest.mark.parametrize("make,error,message", [
     (lambda: nn.RNN(3, 4, proj_size=2), ValueError, "proj_size argument is only supported for LSTM, not RNN or GRU"),
     (lambda: nn.GRU(3, 4, proj_size=2), ValueError, "proj_size argument is only supported for LSTM, not RNN or GRU"),
-    (lambda: nn.RNN(3, 4, nonlinearity="gelu"), ValueError, "Unknown nonlinearity 'gelu'. Select from 'tanh' or 'relu'."),
+    (lambda: nn.RNN(3, 4, nonlinearity="gelu"), ValueError,
+     "Unknown nonlinearity 'gelu'. Select from 'tanh' or 'relu'."),
     (lambda: nn.LSTM(3, 4, proj_size=4), ValueError, "proj_size has to be smaller than hidden_size"),
     (lambda: nn.LSTM(3, 4, proj_size=-1), ValueError, "proj_size should be a positive integer or zero"),
     (lambda: nn.LSTM(3, 4, dropout=2), ValueError, "dropout should be a number in range [0, 1]"),
@@ -351,11 +352,13 @@ def test_packed_sequence_forms_and_conversions() -> None:
 
 def test_pack_errors_as_torch() -> None:
     x = ag.zeros(3, 2, 1)
-    with pytest.raises(RuntimeError, match="`lengths` array must be sorted in decreasing order when `enforce_sorted` is True"):
+    with pytest.raises(RuntimeError,
+                       match="`lengths` array must be sorted in decreasing order when `enforce_sorted` is True"):
         pack_padded_sequence(x, [1, 2])
     with pytest.raises(RuntimeError, match="Length of all samples has to be greater than 0"):
         pack_padded_sequence(x, [2, 0])
-    with pytest.raises(RuntimeError, match=r"Expected `len\(lengths\)` to be equal to batch_size, but got 3 \(batch_size=2\)"):
+    with pytest.raises(RuntimeError,
+                       match=r"Expected `len\(lengths\)` to be equal to batch_size, but got 3 \(batch_size=2\)"):
         pack_padded_sequence(x, [2, 2, 2])
     with pytest.raises(ValueError, match="Expected total_length to be at least the length of the longest sequence"):
         pad_packed_sequence(pack_sequence([ag.zeros(3, 1)]), total_length=2)

@@ -516,8 +516,11 @@ def rnn_layer(
     lstm = mode == "LSTM"
     inputs = (input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)
     keep = needs_grad(*inputs)
-    fw = _forward(mode, x2, arr(hx), arr(cx) if lstm else None, arr(w_ih), arr(w_hh), arr(b_ih),  # type: ignore[arg-type]
-                  arr(b_hh), arr(w_hr), steps, keep)
+    def req(t: Tensor) -> np.ndarray:
+        return t._data.astype(dtype, copy=False)
+
+    fw = _forward(mode, x2, req(hx), arr(cx) if lstm else None, req(w_ih), req(w_hh), arr(b_ih), arr(b_hh),
+                  arr(w_hr), steps, keep)
     out_arr = fw.out if packed else fw.out.reshape(xd.shape[0], xd.shape[1], -1)
     device = input._device
     out = wrap(out_arr, device)

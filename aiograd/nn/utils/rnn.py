@@ -132,7 +132,8 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         input = input.transpose(0, 1)
     t_len, batch = input.shape[0], input.shape[1]
     if lens.size != batch:
-        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {lens.size} (batch_size={batch})")
+        raise RuntimeError(
+            f"Expected `len(lengths)` to be equal to batch_size, but got {lens.size} (batch_size={batch})")
     bs = _batch_sizes(lens)
     if bs.size > t_len:
         raise RuntimeError(f"Expected the longest length ({bs.size}) to be at most the sequence length ({t_len})")
