@@ -20,6 +20,7 @@ import numpy as np
 
 import aiograd as ag
 import aiograd.nn.functional as F
+from aiograd.ops.recurrent import rnn_layer
 from helpers import Sampler, distinct, uniform
 
 Shape = tuple[int, ...]
@@ -795,6 +796,15 @@ ROWS: list[OpRow] = [
           node="NativeBatchNormBackward0", variant="eval"),
     OpRow("group_norm", cases(((2, 4, 3), (4,), (4,))), fn=lambda x, w, b: ag.group_norm(x, 2, w, b),
           node="NativeGroupNormBackward0"),
+    OpRow("rnn_layer", cases(((3, 2, 2), (2, 1), (2, 2), (8, 2), (8, 1), (8,), (8,), (1, 2))),
+          fn=lambda *ts: rnn_layer(*ts, mode="LSTM"), node="LstmBackward0", variant="lstm_proj"),
+    OpRow("rnn_layer", cases(((4, 2), (2, 2), (6, 2), (6, 2), (6,), (6,))),
+          fn=lambda x, h, wi, wh, bi, bh: rnn_layer(x, h, None, wi, wh, bi, bh, mode="GRU", reverse=True,
+                                                    batch_sizes=np.array([2, 1, 1]))[:2],
+          node="GruBackward0", variant="gru_packed_reverse"),
+    OpRow("rnn_layer", cases(((3, 1, 2), (1, 2), (2, 2), (2, 2))),
+          fn=lambda x, h, wi, wh: rnn_layer(x, h, None, wi, wh, mode="RNN_TANH")[:2],
+          node="RnnTanhBackward0", variant="rnn_no_bias"),
     OpRow("scaled_dot_product_attention", cases(((1, 2, 3, 2), (1, 2, 4, 2), (1, 2, 4, 3))),
           fn=F.scaled_dot_product_attention, node="ScaledDotProductFlashAttentionForCpuBackward0"),
     OpRow("scaled_dot_product_attention", cases(((2, 3, 2), (2, 3, 2), (2, 3, 2), (3, 3))),

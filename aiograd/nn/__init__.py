@@ -85,6 +85,7 @@ from .normalization import (
 from .parameter import Parameter
 from . import parallel
 from .parallel import DataParallel
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -152,12 +153,14 @@ __all__ = [
     "TransformerDecoder", "Transformer",
     # torch's single-device data parallelism
     "parallel", "DataParallel",
+    # recurrent layers
+    "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
 ]
 
 # torch's import paths (``torch.nn.modules.loss``...), imported as torch imports them, so that
 # ``aiograd.nn.modules.module.Module`` resolves without an import statement of its own
 for _path in ("module", "linear", "loss", "conv", "activation", "batchnorm", "instancenorm", "container", "dropout",
               "normalization", "pooling", "padding", "sparse", "flatten", "distance", "fold", "pixelshuffle",
-              "upsampling", "transformer", "utils"):
+              "upsampling", "transformer", "utils", "rnn"):
     _importlib.import_module(f"{__name__}.modules.{_path}")
 del _path

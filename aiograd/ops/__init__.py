@@ -24,6 +24,7 @@ from . import (
     pad,
     pool,
     rearrange,
+    recurrent,
     reduce,
     resample,
     sampling,
@@ -38,8 +39,8 @@ from ._table import install
 
 # the family modules, named before the star imports rebind ``diagonal`` and ``scatter`` to the ops
 _FAMILIES = (activation, attention, contract, conv, convert, diagonal, elementwise, index, inplace, join, linalg, loss,
-             nn, normalization, pad, pool, rearrange, reduce, resample, sampling, scan, scatter, search, shape, sorting,
-             special)
+             nn, normalization, pad, pool, rearrange, recurrent, reduce, resample, sampling, scan, scatter, search,
+             shape, sorting, special)
 
 from .activation import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
@@ -58,6 +59,7 @@ from .normalization import *  # noqa: F401,F403
 from .pad import *  # noqa: F401,F403
 from .pool import *  # noqa: F401,F403
 from .rearrange import *  # noqa: F401,F403
+from .recurrent import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .resample import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403

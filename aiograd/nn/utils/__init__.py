@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ..tensor import Tensor, get_default_dtype
+from ...tensor import Tensor, get_default_dtype
 
 __all__ = [
     "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
@@ -30,7 +30,7 @@ def _as_list(tensors: Tensor | Iterable[Tensor]) -> list[Tensor]:
 def _vector_norm(a: np.ndarray, p: float) -> np.ndarray:
     """The ``p``-norm of all of ``a``'s elements, a 0-d array of its real dtype: ``linalg.vector_norm``'s
     (NOTE [Norm primitives]), as torch computes these norms."""
-    from ..ops.linalg._norms import vector_norm
+    from ...ops.linalg._norms import vector_norm
 
     return vector_norm(Tensor._wrap(a), p)._data  # type: ignore[no-any-return]
 
@@ -120,7 +120,7 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """The parameters flattened and concatenated into one vector (differentiable, like torch.cat)."""
-    from .. import cat  # type: ignore[attr-defined]
+    from ... import cat  # type: ignore[attr-defined]
 
     params = list(parameters)
     _check_same_device(params)
@@ -143,3 +143,5 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
 def _check_same_device(params: list[Tensor]) -> None:
     if len({p.device for p in params}) > 1:
         raise TypeError("Found two parameters on different devices, this is currently not supported.")
+
+from . import rnn  # noqa: E402  (torch.nn.utils.rnn's place; it imports the ops, loaded by now)
