@@ -35,7 +35,7 @@ import numpy as np
 
 from ..autograd.graph import Node, Saved, SavedArray, record, save, unpack
 from ..tensor import Tensor, zeros
-from ._common import needs_grad, wrap
+from ._common import common_device, needs_grad, wrap
 from ._table import OpTable
 
 RECURRENT = OpTable("recurrent")
@@ -515,6 +515,7 @@ def rnn_layer(
 
     lstm = mode == "LSTM"
     inputs = (input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr)
+    common_device(*inputs)  # NOTE [One device per op]: an internal op, without a checked wrapper
     keep = needs_grad(*inputs)
     def req(t: Tensor) -> np.ndarray:
         return t._data.astype(dtype, copy=False)
