@@ -33,6 +33,8 @@ from .autograd.checkpoint import checkpoint
 from . import functional
 from .autograd.gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import autograd, linalg, nn, optim, profiler, return_types, viz
+from . import sparse
+from ._sparse import layout, sparse_coo, strided
 from .tensor import __all__ as _tensor_all
 from .ops import __all__ as _ops_all
 
@@ -49,5 +51,6 @@ __all__ = (
         "Function", "once_differentiable", "autograd",
         "checkpoint", "functional", "linalg", "nn", "optim", "profiler", "return_types", "viz",
         "gradcheck", "gradgradcheck", "GradcheckError",
+        "sparse", "layout", "sparse_coo", "strided",
     ]
 )

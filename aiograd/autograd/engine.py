@@ -51,6 +51,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _aio
+from .._sparse import SparseCOO
 from ..device import CPU
 from ..tensor import Tensor
 from . import executors
@@ -916,7 +917,8 @@ def _check_nan(node: Node, outputs: Sequence[Any]) -> None:
     for i, g in enumerate(outputs):
         if g is None:
             continue
-        arr = g._data if isinstance(g, Tensor) else np.asarray(g)
+        arr = g._data if isinstance(g, Tensor) else g
+        arr = arr.values if arr.__class__ is SparseCOO else np.asarray(arr)  # NOTE [Sparse payload]
         if arr.dtype.kind in "fc" and np.isnan(arr).any():
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
