@@ -303,15 +303,44 @@ class SparseCOO:
                 raise unsupported(f"add with {sorted(kwargs)}")
             a, b = inputs
             if out is None:
-                if a.__class__ is SparseCOO and b.__class__ is not SparseCOO:  # the forward of sparse + dense
-                    raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
                 return a._add(b) if a.__class__ is SparseCOO else b._add(a)
             target = out[0] if isinstance(out, tuple) else out
             if isinstance(target, np.ndarray) and target is a and b.__class__ is SparseCOO:
                 np.add.at(target, tuple(b.indices), b.values.astype(target.dtype, copy=False))
                 return target
             raise unsupported("add into this output")
+        if ufunc is np.subtract and len(inputs) == 2 and not kwargs:
+            a, b = inputs
+            return a._add(-b) if a.__class__ is SparseCOO else (-b)._add(a)
+        if ufunc is np.negative and len(inputs) == 1 and not kwargs:
+            return self._scaled(-1)
+        if (ufunc is np.multiply or ufunc is np.true_divide) and len(inputs) == 2 and not kwargs:
+            a, b = inputs
+            if a.__class__ is SparseCOO and _is_number(b):
+                return a._scaled(b, ufunc is np.true_divide)
+            if b.__class__ is SparseCOO and _is_number(a) and ufunc is np.multiply:
+                return b._scaled(a)
+            raise unsupported(f"{name} with an operand that is not a number")
         raise unsupported(name)
+
+    def _scaled(self, k: Any, divide: bool = False) -> "SparseCOO":
+        """The values times (divided by) the number ``k``; the aiograd op casts the result's dtype."""
+        return SparseCOO(self.indices, self.values / k if divide else self.values * k, self.shape, self.coalesced)
+
+    def __mul__(self, other: Any) -> "SparseCOO":
+        if not _is_number(other):
+            raise unsupported("multiply with an operand that is not a number")
+        return self._scaled(other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> "SparseCOO":
+        if not _is_number(other):
+            raise unsupported("true_divide with an operand that is not a number")
+        return self._scaled(other, True)
+
+    def __neg__(self) -> "SparseCOO":
+        return self._scaled(-1)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         if func is np.transpose:
@@ -350,6 +379,13 @@ class SparseCOO:
 
     def __bool__(self) -> bool:
         raise unsupported("bool()")
+
+
+def _is_number(x: Any) -> bool:
+    """A Python number, numpy scalar or 0-d array: what a sparse tensor may be scaled by."""
+    if isinstance(x, (bool, int, float, complex, np.generic)):
+        return True
+    return isinstance(x, np.ndarray) and x.ndim == 0
 
 
 def is_sparse_payload(x: Any) -> bool:
