@@ -14,15 +14,25 @@ nothing for sparse support (no branch per op). What makes that work:
   sparse meaning: ``matmul`` against a dense operand (so ``S @ D``, ``ag.mm`` and
   ``ag.spmm`` run the dense op and its MmBackward0, with torch's dense gradient for
   the sparse operand), ``transpose``/``swapaxes`` (``S.t()``), ``sum`` (to a dense
-  result, as ``Tensor.sum`` of a sparse tensor in torch) and ``add`` (gradients meeting
-  in the engine: sparse + sparse stays sparse, sparse + dense is dense, also into an
-  ``out=`` array). Every other ufunc or function, ``__array__`` (an implicit dense
-  conversion), indexing and any other array attribute raise ``NotImplementedError``
-  naming the operation and the layout, so an unsupported op on a sparse tensor is
-  one clear line, never a numpy traceback;
+  result, as ``Tensor.sum`` of a sparse tensor in torch), ``add``/``subtract``
+  (sparse with sparse stays sparse, with dense is dense, also into an ``out=``
+  array: how the engine adds gradients) and ``multiply``/``true_divide`` by a
+  number and ``negative`` (a sparse result). The pointwise ops keep a sparse result
+  as it is (``_non_array`` in ops/_pointwise.py, on their path for results that are
+  not ndarrays), so ``S * 2`` is a sparse MulBackward0 output. Every other ufunc or
+  function, ``__array__`` (an implicit dense conversion), indexing and any other
+  array attribute raise ``NotImplementedError`` naming the operation (for an
+  attribute, the aiograd op that reached for it, read off the stack on that error
+  path) and the layout, so an unsupported op on a sparse tensor is one clear line,
+  never a numpy traceback;
 * ``flags.writeable`` is False and ``base`` is None, so the engine never adds into
   a sparse gradient in place and ``make_view`` keeps a transposed payload as a new
   tensor.
+
+Where the autograd layer turns a gradient into a Tensor or copies it (``.grad``
+accumulation, ``ag.grad``'s results, hooks, custom Functions, anomaly mode,
+gradcheck), it keeps a sparse payload sparse (``as_payload``, ``copy_payload`` in
+autograd/graph.py).
 
 A payload is never changed after it is made (``coalesce`` returns a new one); its
 ``indices`` are int64 of shape ``(sparse_dim, nnz)``, its ``values`` of shape
@@ -37,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SparseCOO", "layout", "strided", "sparse_coo", "unsupported", "is_sparse_payload"]
+__all__ = ["SparseCOO", "layout", "strided", "sparse_coo", "unsupported", "is_sparse_payload", "as_payload"]
 
 
 class layout:
@@ -379,6 +389,11 @@ class SparseCOO:
 
     def __bool__(self) -> bool:
         raise unsupported("bool()")
+
+
+def as_payload(g: Any) -> Any:
+    """``np.asarray(g)``, but a sparse payload is kept (where a gradient becomes a Tensor's ``_data``)."""
+    return g if g.__class__ is SparseCOO else np.asarray(g)
 
 
 def _is_number(x: Any) -> bool:

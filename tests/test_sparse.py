@@ -483,3 +483,28 @@ def test_gcn_example_trains(capsys: Any) -> None:
     losses = [loss for loss, _ in steps]
     assert losses[-1] < losses[0] - 0.2
     assert "acc_test" in capsys.readouterr().out
+
+
+def test_hooks_and_custom_functions_receive_sparse_gradients() -> None:
+    seen: list[ag.Tensor] = []
+    s = leaf()
+    s.register_hook(lambda g: seen.append(g))
+    ag.sparse.mm(s, ag.tensor(D)).sum().backward_sync()
+    assert seen[0].is_sparse and s.grad.is_sparse
+
+    class Twice(ag.Function):
+        @staticmethod
+        def forward(ctx: Any, x: ag.Tensor) -> ag.Tensor:
+            return x * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: ag.Tensor) -> ag.Tensor:
+            assert g.is_sparse
+            return g * 2
+
+    s = leaf()
+    ag.sparse.sum(Twice.apply(s)).backward_sync()
+    assert s.grad.is_sparse
+    np.testing.assert_allclose(s.grad.to_dense().numpy(), 2 * (DENSE != 0))
+    (g,) = ag.grad_sync(ag.sparse.sum(leaf_s := leaf()), [leaf_s])
+    assert g.is_sparse

@@ -194,6 +194,7 @@ async def grad(
     """
     from ..tensor import Tensor
     from .engine import default_engine
+    from .graph import copy_payload
 
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported; loop over the batch instead")
@@ -234,7 +235,7 @@ async def grad(
         elif isinstance(g, Tensor):
             result.append(g)
         else:
-            arr = g if (g.__class__ is np.ndarray and g.flags.writeable) else np.array(g)
+            arr = g if (g.__class__ is np.ndarray and g.flags.writeable) else copy_payload(g)
             result.append(Tensor._wrap(arr, t._device))
     return tuple(result)
 

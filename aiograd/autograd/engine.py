@@ -51,7 +51,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _aio
-from .._sparse import SparseCOO
+from .._sparse import SparseCOO, as_payload
 from ..device import CPU
 from ..tensor import Tensor
 from . import executors
@@ -453,7 +453,7 @@ def init_to_execute(
 def _wrap_for_hook(g: Any, device: Any) -> Any:
     if g is None or isinstance(g, Tensor):
         return g
-    return Tensor._wrap(np.asarray(g), device)
+    return Tensor._wrap(as_payload(g), device)
 
 
 def _unwrap_from_hook(new: Any, old: Any) -> Any:

@@ -499,7 +499,7 @@ def accumulate_into_grad(variable: "Tensor", g: Any, owned: bool) -> None:
         old = variable._grad
         if isinstance(g, Tensor):
             if old is None:
-                variable._grad = g if g.grad_fn is not None else Tensor._wrap(_copied(g._data), variable._device)
+                variable._grad = g if g.grad_fn is not None else Tensor._wrap(copy_payload(g._data), variable._device)
             else:
                 variable._grad = old + g  # type: ignore[operator]
             return
@@ -528,13 +528,13 @@ def accumulate_into_retained_grad(t: "Tensor", g: Any, owned: bool) -> None:
         if isinstance(g, Tensor):
             t._grad = g if old is None else old + g  # type: ignore[operator]
         elif old is None:
-            arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else _copied(g)
+            arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else copy_payload(g)
             t._grad = Tensor._wrap(arr, t._device)
         else:
             t._grad = Tensor._wrap(old._data + g, t._device)
 
 
-def _copied(a: Any) -> Any:
+def copy_payload(a: Any) -> Any:
     """A copy of a gradient payload: an ndarray, or a sparse one (NOTE [Sparse payload] in _sparse.py)."""
     return a.copy() if a.__class__ is SparseCOO else np.array(a, copy=True)
 
