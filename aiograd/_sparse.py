@@ -18,8 +18,8 @@ nothing for sparse support (no branch per op). What makes that work:
   (sparse with sparse stays sparse, with dense is dense, also into an ``out=``
   array: how the engine adds gradients) and ``multiply``/``true_divide`` by a
   number and ``negative`` (a sparse result). The pointwise ops keep a sparse result
-  as it is (``_non_array`` in ops/_pointwise.py, on their path for results that are
-  not ndarrays), so ``S * 2`` is a sparse MulBackward0 output. Every other ufunc or
+  as it is (ops/_pointwise.py, on their path for results that are not ndarrays),
+  so ``S * 2`` is a sparse MulBackward0 output. Every other ufunc or
   function, ``__array__`` (an implicit dense conversion), indexing and any other
   array attribute raise ``NotImplementedError`` naming the operation (for an
   attribute, the aiograd op that reached for it, read off the stack on that error
@@ -79,7 +79,7 @@ def _calling_op() -> str | None:
         if not module.startswith("aiograd."):
             if found is not None:
                 break
-        elif module.startswith("aiograd.ops") or module == "aiograd.tensor":
+        elif module.startswith(_OP_MODULES):
             name = frame.f_code.co_name
             if not name.startswith("_") and name not in _INTERNAL_NAMES:
                 found = name
@@ -87,7 +87,8 @@ def _calling_op() -> str | None:
     return found
 
 
-_INTERNAL_NAMES = frozenset({"forward", "general", "method", "wrapper", "apply", "<lambda>", "<genexpr>"})
+_OP_MODULES = ("aiograd.ops", "aiograd.tensor", "aiograd.nn", "aiograd.optim")
+_INTERNAL_NAMES = frozenset({"forward", "general", "method", "wrapper", "hooked", "apply", "<lambda>", "<genexpr>"})
 
 
 def unsupported_attribute(name: str) -> NotImplementedError:
@@ -367,7 +368,8 @@ class SparseCOO:
         raise unsupported(getattr(func, "__name__", str(func)))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise unsupported("an implicit conversion to a dense array")
+        op = _calling_op()
+        raise unsupported(f"{op}()" if op is not None else "an implicit conversion to a dense array")
 
     def __getattr__(self, name: str) -> Any:
         # only for names the class lacks: an array attribute a dense op reached for

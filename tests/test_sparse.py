@@ -233,6 +233,10 @@ def test_to_dense_gives_a_sparse_gradient_at_the_unique_indices() -> None:
     (s.to_dense() * ag.tensor(W)).sum().backward_sync()
     assert_sparse_grad(s.grad, "to_dense")
     assert s.grad._nnz() == 4  # not one per repeated index: the gradient is not counted twice
+    s = leaf()  # masked_grad=False: the whole dense gradient, sparse (torch's)
+    (s.to_dense(masked_grad=False) * ag.tensor(W)).sum().backward_sync()
+    assert s.grad.is_sparse and s.grad._nnz() == 8  # W's nonzeros
+    np.testing.assert_allclose(s.grad.to_dense().numpy(), W)
 
 
 def test_values_gradient_reads_each_entry() -> None:
@@ -508,3 +512,24 @@ def test_hooks_and_custom_functions_receive_sparse_gradients() -> None:
     np.testing.assert_allclose(s.grad.to_dense().numpy(), 2 * (DENSE != 0))
     (g,) = ag.grad_sync(ag.sparse.sum(leaf_s := leaf()), [leaf_s])
     assert g.is_sparse
+
+
+def test_a_sparse_gradient_of_another_dtype_is_cast_and_optimizers_refuse_sparse_parameters() -> None:
+    class Float32Grad(ag.Function):
+        @staticmethod
+        def forward(ctx: Any, s: ag.Tensor) -> ag.Tensor:
+            ctx.save_for_backward(s)
+            return ag.sparse.sum(s)
+
+        @staticmethod
+        def backward(ctx: Any, g: ag.Tensor) -> ag.Tensor:
+            (s,) = ctx.saved_tensors
+            return ag.sparse_coo_tensor(s._indices(), ag.ones(s._nnz(), dtype=ag.float32), s.shape)
+
+    s = leaf()
+    Float32Grad.apply(s).backward_sync()
+    assert s.grad.is_sparse and s.grad.dtype == ag.float64
+    p = ag.nn.Parameter(ag.sparse_coo_tensor(I, V, (3, 3)))
+    ag.sparse.sum(p).backward_sync()
+    with pytest.raises(NotImplementedError, match=r"^step\(\) is not supported for sparse COO tensors"):
+        ag.optim.SGD([p], lr=0.1).step()

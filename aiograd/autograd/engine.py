@@ -318,7 +318,7 @@ def validate_grad(node_name: str, index: int, g: Any, meta: Any) -> Any:
         if isinstance(g, Tensor):
             g = g.to(dtype)  # type: ignore[attr-defined]
         else:
-            g = np.asarray(g).astype(dtype)
+            g = as_payload(g).astype(dtype)
     if isinstance(g, Tensor) and g._device is not device:
         if g.ndim == 0:
             g = g.to(device)  # type: ignore[attr-defined]

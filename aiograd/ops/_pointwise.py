@@ -357,7 +357,7 @@ def make_unary(
                 dt = xd.dtype
         res = kernel(xd)
         if res.__class__ is not _ndarray:
-            res = _non_array(res)
+            res = res if res.__class__ is SparseCOO else np.asarray(res)  # NOTE [Sparse payload]
         if res.dtype is not dt and res.dtype.kind == dt.kind:
             res = res.astype(dt)  # a kernel without a loop for this dtype (scipy on float16)
         out = new_tensor(res, input._device)
@@ -442,7 +442,9 @@ def make_binary(
                 dt = ad.dtype
                 if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
                     res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
-                    out = new_tensor(res if res.__class__ is _ndarray else _non_array(res), input._device)
+                    if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
+                        res = np.asarray(res)
+                    out = new_tensor(res, input._device)
                     ra = input._requires_grad
                     rb = other._requires_grad
                     if (ra or rb) and grad_enabled():
@@ -451,7 +453,9 @@ def make_binary(
                     return out
             elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
                 res = kernel(ad, other)
-                out = new_tensor(res if res.__class__ is _ndarray else _non_array(res), input._device)
+                if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:
+                    res = np.asarray(res)
+                out = new_tensor(res, input._device)
                 if input._requires_grad and grad_enabled():
                     link(make_node(input, other, True, False, ad.shape, (), out), [edge_to(input), None], out)
                 return out
@@ -461,12 +465,6 @@ def make_binary(
         forward.__signature__ = inspect.signature(_plain_binary)  # type: ignore[attr-defined]
     _name(forward, name, doc or f"Elementwise {name} with broadcasting, differentiable.", module)
     return forward, node_cls
-
-
-def _non_array(res: Any) -> Any:
-    """A kernel's result that is not an ndarray: a numpy scalar (as a 0-d array), or a sparse payload
-    (NOTE [Sparse payload] in _sparse.py), kept."""
-    return res if res.__class__ is SparseCOO else np.asarray(res)
 
 
 def _plain_binary(input: Any, other: Any) -> Tensor:

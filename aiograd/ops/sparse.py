@@ -119,7 +119,9 @@ def _check_invariants(indices: np.ndarray, shape: Shape) -> None:
         if lo < 0:
             raise RuntimeError(f"found negative index {lo} for dim {d}")
         if hi >= shape[d]:
-            raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is {shape[d]} but found index {hi}")
+            raise RuntimeError(
+                f"size is inconsistent with indices: for dim {d}, size is {shape[d]} but found index {hi}"
+            )
 
 
 @SPARSE.op(nodes=(SparseCooTensorWithDimsAndTensorsBackward0,), method=False)
@@ -188,30 +190,38 @@ def sparse_coo_tensor(
 
 
 class ToDenseBackward0(Node):
-    """Gradient of ``to_dense``: the dense gradient at the input's (coalesced) indices, sparse."""
+    """Gradient of ``to_dense``: the dense gradient at the input's (coalesced) indices, sparse
+    (``masked_grad=False``: all of the dense gradient, in the sparse layout)."""
 
-    __slots__ = ("pattern",)
+    __slots__ = ("pattern", "masked")
     pattern: SparseCOO
+    masked: bool
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
+        if not self.masked:
+            if g.__class__ is Tensor:
+                return (to_sparse(g),)
+            return (_dense_to_sparse(np.asarray(g), g.ndim),)
         return (_from_values(self.pattern, _values_at(g, self.pattern)),)
 
 
 @SPARSE.op(nodes=(ToDenseBackward0,), export=False)
-def to_dense(input: Tensor, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
+def to_dense(input: Tensor, dtype: Any = None, *, masked_grad: bool = True) -> Tensor:
     """The dense tensor a sparse one stands for (a dense tensor is returned as is). Its gradient
-    w.r.t. a sparse input is sparse, at the input's entries (NOTE [Sparse gradients])."""
+    w.r.t. a sparse input is sparse, at the input's entries (NOTE [Sparse gradients]); with
+    ``masked_grad=False``, the whole dense gradient in the sparse layout."""
     d = input._data
     if d.__class__ is not SparseCOO:
         return input if dtype is None else input.to(dtype)  # type: ignore[attr-defined]
     coo: SparseCOO = d  # type: ignore[assignment]
     if dtype is not None and _resolve_dtype(dtype) != coo.dtype:
-        return to_dense(input.to(dtype))  # type: ignore[attr-defined]
+        return to_dense(input.to(dtype), masked_grad=masked_grad)  # type: ignore[attr-defined]
     out = new_tensor(coo.to_dense(), input._device)
     if input._requires_grad and grad_enabled():
         pattern = coo.coalesce()
-        link_one(ToDenseBackward0(SparseCOO(pattern.indices, pattern.values, pattern.shape, True)), input, out)
+        link_one(ToDenseBackward0(SparseCOO(pattern.indices, pattern.values, pattern.shape, True), bool(masked_grad)),
+                 input, out)
     return out
 
 
@@ -241,24 +251,27 @@ def to_sparse(input: Tensor, sparse_dim: int | None = None) -> Tensor:
     d = input._data
     if d.__class__ is SparseCOO:
         if sparse_dim is not None and sparse_dim != d.sparse_dim:
-            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument !=self.sparse_dim() "
-                               "is not supported")
+            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument "
+                               "!=self.sparse_dim() is not supported")
         return input
     nd = d.ndim
     sd = nd if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= nd:
         raise RuntimeError(f"sparse_dim must be in [0, {nd}], got {sd}")
-    if sd == nd:
-        idx = np.stack(np.nonzero(d)).astype(np.int64).reshape(nd, -1)
-        vals = d[tuple(idx)]
-    else:
-        mask = d.reshape(d.shape[:sd] + (-1,)).any(axis=-1) if d.size else np.zeros(d.shape[:sd], bool)
-        idx = np.stack(np.nonzero(mask)).astype(np.int64).reshape(sd, -1)
-        vals = d[tuple(idx)]
-    out = _sparse(SparseCOO(idx, np.ascontiguousarray(vals), d.shape, True), input._device)
+    out = _sparse(_dense_to_sparse(d, sd), input._device)
     if input._requires_grad and grad_enabled():
         link_one(ToSparseBackward1() if sparse_dim is None else ToSparseBackward0(), input, out)
     return out
+
+
+def _dense_to_sparse(d: np.ndarray, sd: int) -> SparseCOO:
+    """The nonzero entries of ``d`` (of its first ``sd`` dims: rows with a nonzero), coalesced."""
+    if sd == d.ndim:
+        idx = np.stack(np.nonzero(d)).astype(np.int64).reshape(sd, -1)
+    else:
+        mask = d.reshape(d.shape[:sd] + (-1,)).any(axis=-1) if d.size else np.zeros(d.shape[:sd], bool)
+        idx = np.stack(np.nonzero(mask)).astype(np.int64).reshape(sd, -1)
+    return SparseCOO(idx, np.ascontiguousarray(d[tuple(idx)]), d.shape, True)
 
 
 class CoalesceBackward0(Node):
