@@ -57,6 +57,12 @@ def test_values_dtype_follows_torch_rules() -> None:
     assert ag.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (2,), dtype=ag.float64).dtype == ag.float64
 
 
+def test_legacy_constructors() -> None:
+    s = ag.sparse.FloatTensor(ag.tensor(I), ag.tensor(V), (3, 3))
+    assert s.is_sparse and s.dtype == ag.float32 and s.shape == (3, 3)
+    assert ag.sparse.DoubleTensor(I, [1.0, 2.0, 3.0, 4.0, 5.0], (3, 3)).dtype == ag.float64
+
+
 def test_size_is_inferred_from_indices_and_values() -> None:
     assert ag.sparse_coo_tensor(I, V).shape == (3, 3)
     hybrid = ag.sparse_coo_tensor([[0, 3]], np.ones((2, 4)))
