@@ -539,3 +539,31 @@ def test_a_sparse_gradient_of_another_dtype_is_cast_and_optimizers_refuse_sparse
     ag.sparse.sum(p).backward_sync()
     with pytest.raises(NotImplementedError, match=r"^step\(\) is not supported for sparse COO tensors"):
         ag.optim.SGD([p], lr=0.1).step()
+
+
+def test_gat_attention_with_sparse_softmax_equals_dense_masked_attention() -> None:
+    """A graph attention layer two ways: attention scores on the edges, normalized by
+    ``ag.sparse.softmax`` and applied by ``ag.sparse.mm``; and the dense form with the non-edges
+    masked to -inf. Same output, same gradients for every parameter."""
+    rng = np.random.default_rng(3)
+    n, f, h = 6, 4, 3
+    adj = (rng.random((n, n)) < 0.4) | np.eye(n, dtype=bool)
+    edges = np.stack(np.nonzero(adj))
+    x = ag.tensor(rng.standard_normal((n, f)))
+    params = [rng.standard_normal((f, h)), rng.standard_normal(h), rng.standard_normal(h)]
+    g_out = ag.tensor(rng.standard_normal((n, h)))
+    grads = []
+    for sparse in (True, False):
+        w, a_src, a_dst = (ag.tensor(p, requires_grad=True) for p in params)
+        wh = x @ w
+        scores = F.leaky_relu((wh @ a_src)[:, None] + (wh @ a_dst)[None, :], 0.2)
+        if sparse:
+            att = ag.sparse.softmax(ag.sparse_coo_tensor(edges, scores[tuple(edges)], (n, n)), 1)
+            out = ag.sparse.mm(att, wh)
+        else:
+            masked = ag.where(ag.tensor(adj), scores, ag.full((n, n), float("-inf"), dtype=ag.float64))
+            out = ag.softmax(masked, 1) @ wh
+        (out * g_out).sum().backward_sync()
+        grads.append([out.detach().numpy(), w.grad.numpy(), a_src.grad.numpy(), a_dst.grad.numpy()])
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
