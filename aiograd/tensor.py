@@ -368,6 +368,8 @@ class Tensor(_TensorMethods):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = self._data
+        if arr.__class__ is SparseCOO:
+            raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")
         if dtype is not None and arr.dtype != dtype:
             return arr.astype(dtype)
         return arr.copy() if copy else arr

@@ -567,3 +567,8 @@ def test_gat_attention_with_sparse_softmax_equals_dense_masked_attention() -> No
         grads.append([out.detach().numpy(), w.grad.numpy(), a_src.grad.numpy(), a_dst.grad.numpy()])
     for got, want in zip(*grads):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_numpy_conversion_of_a_sparse_tensor_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"^can't convert Sparse layout tensor to numpy"):
+        np.asarray(ag.sparse_coo_tensor(I, V, (3, 3)))
