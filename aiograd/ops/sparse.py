@@ -433,10 +433,10 @@ def sparse_mm(mat1: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(f"expected scalar type {torch_dtype_name(coo.dtype)} but found {torch_dtype_name(b.dtype)}")
     out = new_tensor(np.matmul(coo, b), mat1._device)
     if needs_grad(mat1, mat2):
-        pattern = coo.coalesce()
+        # S's gradient needs its coalesced pattern; a constant S (an adjacency matrix) skips the sort
+        pattern = coo.coalesce() if mat1._requires_grad else coo
         node = SparseAddmmBackward0(save(mat1) if mat2._requires_grad else None,
-                                    save(mat2) if mat1._requires_grad else None,
-                                    SparseCOO(pattern.indices, pattern.values, pattern.shape, True))
+                                    save(mat2) if mat1._requires_grad else None, pattern)
         record(node, (mat1, mat2), (out,))
     return out
 
