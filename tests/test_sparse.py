@@ -197,6 +197,26 @@ def test_products_equal_the_dense_ones() -> None:
     np.testing.assert_allclose(ag.sparse.mm(ag.tensor(DENSE), d).numpy(), want)  # two dense: mm
 
 
+def _torch_dense(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    out = np.zeros(shape)
+    np.add.at(out, tuple(TORCH[name + "_indices"]), TORCH[name + "_values"])
+    return out
+
+
+def test_sparse_times_sparse_is_sparse_with_torchs_gradients() -> None:
+    a = leaf()
+    b = ag.sparse_coo_tensor([[0, 2, 1], [0, 1, 1]], [4.0, 5.0, 6.0], (3, 2), dtype=ag.float64, requires_grad=True)
+    c = ag.sparse.mm(a, b)
+    assert c.is_sparse and c.is_coalesced() and c.grad_fn.name() == "SparseSparseMatmulBackward0"
+    np.testing.assert_allclose(c.to_dense().detach().numpy(), TORCH["spsp_forward"])
+    (c.to_dense() * ag.tensor(np.arange(6.0).reshape(3, 2))).sum().backward_sync()
+    assert a.grad.is_sparse and b.grad.is_sparse
+    # torch stores zeros off the operands' entries; the gradients are equal as tensors
+    np.testing.assert_allclose(a.grad.to_dense().numpy(), _torch_dense("spsp_a", (3, 3)))
+    np.testing.assert_allclose(b.grad.to_dense().numpy(), _torch_dense("spsp_b", (3, 2)))
+    check_grads(lambda x, y: ag.sparse.mm(x, y).to_dense().sin(), [leaf(), b.detach().requires_grad_()], second=False)
+
+
 def test_product_errors() -> None:
     s = ag.sparse_coo_tensor(I, V, (3, 3))
     with pytest.raises(RuntimeError, match=r"^addmm: Argument #3 \(dense\): Expected dim 0 size 3, got 4$"):
@@ -207,8 +227,8 @@ def test_product_errors() -> None:
         ag.mm(s, ag.ones(4, 2, dtype=ag.float64))
     with pytest.raises(NotImplementedError, match="matmul of two sparse tensors is not supported for sparse COO"):
         s @ s
-    with pytest.raises(NotImplementedError, match="sparse.mm of two sparse matrices"):
-        ag.sparse.mm(s, s)
+    with pytest.raises(RuntimeError, match=r"^mat1 and mat2 shapes cannot be multiplied \(3x3 and 2x3\)$"):
+        ag.sparse.mm(s, ag.sparse_coo_tensor([[0], [0]], [1.0], (2, 3)))
 
 
 # ----- gradients and their layouts, against torch ----------------------------------------------------------

@@ -409,11 +409,76 @@ class SparseAddmmBackward0(Node):
         return gs, gd
 
 
-@SPARSE.op(nodes=(SparseAddmmBackward0,), method=False, export=False)
+def _from_scipy(m: Any, dtype: Any) -> SparseCOO:
+    """A scipy sparse matrix as a coalesced payload (its stored zeros kept, as torch keeps them)."""
+    m = m.tocsr()
+    m.sum_duplicates()
+    c = m.tocoo()
+    indices = np.stack((c.row, c.col)).astype(np.int64).reshape(2, -1)
+    return SparseCOO(indices, c.data.astype(dtype, copy=False), c.shape, True)
+
+
+def _product_payload(a: Any, b: Any) -> Any:
+    """``a @ b`` of two payloads, at least one sparse: sparse when both are, else dense."""
+    if a.__class__ is SparseCOO and b.__class__ is SparseCOO:
+        return _from_scipy(a.tocsr() @ b.tocsr(), np.result_type(a.dtype, b.dtype))
+    return np.matmul(a, b)
+
+
+class SparseSparseMatmulBackward0(Node):
+    """Gradient of ``sparse.mm`` of two sparse matrices: ``G @ B^T`` at A's entries and ``A^T @ G`` at
+    B's, sparse (as torch). First order only."""
+
+    __slots__ = ("a", "b", "a_pattern", "b_pattern")
+    a: Saved
+    b: Saved
+    a_pattern: SparseCOO
+    b_pattern: SparseCOO
+
+    def apply(self, grads: list[Any]) -> tuple[Any, Any]:
+        g = grads[0]
+        if g.__class__ is Tensor:
+            raise NotImplementedError(f"{self.name()}: aiograd does not differentiate a product of two sparse "
+                                      "matrices twice (create_graph=True)")
+        e = self.next_edges
+        ga = gb = None
+        if e[0] is not None:
+            b = unpack(self, self.b, False)
+            ga = _masked(_product_payload(g, b.T), self.a_pattern)
+        if e[1] is not None:
+            a = unpack(self, self.a, False)
+            gb = _masked(_product_payload(a.T, g), self.b_pattern)
+        return ga, gb
+
+
+def _masked(x: Any, pattern: SparseCOO) -> SparseCOO:
+    """The gradient ``x`` (dense or sparse) at the entries of ``pattern``: a sparse tensor."""
+    return SparseCOO(pattern.indices, pattern.gather(x).astype(pattern.dtype, copy=False), pattern.shape, True)
+
+
+def _sparse_sparse_mm(mat1: Tensor, mat2: Tensor) -> Tensor:
+    a: SparseCOO = mat1._data  # type: ignore[assignment]
+    b: SparseCOO = mat2._data  # type: ignore[assignment]
+    for m in (a, b):
+        if m.ndim != 2 or m.dense_dim:
+            raise RuntimeError(f"sparse.mm: matrices expected, got a {m.ndim}D sparse tensor with {m.dense_dim} "
+                               "dense dims")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+                           f"{b.shape[0]}x{b.shape[1]})")
+    out = _sparse(_product_payload(a, b), mat1._device)
+    if needs_grad(mat1, mat2):
+        node = SparseSparseMatmulBackward0(save(mat1) if mat2._requires_grad else None,
+                                           save(mat2) if mat1._requires_grad else None, a.coalesce(), b.coalesce())
+        record(node, (mat1, mat2), (out,))
+    return out
+
+
+@SPARSE.op(nodes=(SparseAddmmBackward0, SparseSparseMatmulBackward0), method=False, export=False)
 def sparse_mm(mat1: Tensor, mat2: Tensor) -> Tensor:
     """``aiograd.sparse.mm``: a sparse matrix times a dense one (a dense result); the gradient of
-    the sparse matrix is sparse, at its entries (NOTE [Sparse gradients]). Two dense matrices
-    give their ``mm``."""
+    the sparse matrix is sparse, at its entries (NOTE [Sparse gradients]). Two sparse matrices
+    give a sparse product (its gradients are sparse, first order only); two dense ones their ``mm``."""
     a = mat1._data
     if a.__class__ is not SparseCOO:
         if mat2._data.__class__ is SparseCOO:
@@ -422,7 +487,7 @@ def sparse_mm(mat1: Tensor, mat2: Tensor) -> Tensor:
     coo: SparseCOO = a  # type: ignore[assignment]
     b = mat2._data
     if b.__class__ is SparseCOO:
-        raise unsupported("sparse.mm of two sparse matrices")
+        return _sparse_sparse_mm(mat1, mat2)
     if coo.ndim != 2 or coo.dense_dim or b.ndim != 2:
         raise RuntimeError(f"addmm: matrices expected, got {coo.ndim if coo.ndim != 2 else b.ndim}D tensor")
     if b.shape[0] != coo.shape[1]:

@@ -67,6 +67,15 @@ def main() -> None:
             sparse_parts(y, f"{name}{dim}_forward", out)
             (y.to_dense() * torch.from_numpy(W)).sum().backward()
             sparse_parts(s.grad, f"{name}{dim}", out)
+    # sparse.mm of two sparse matrices: a sparse product; each gradient at its operand's entries
+    a = torch.sparse_coo_tensor(torch.from_numpy(I), torch.from_numpy(V), (3, 3), requires_grad=True)
+    b = torch.sparse_coo_tensor(torch.tensor([[0, 2, 1], [0, 1, 1]]), torch.tensor([4.0, 5.0, 6.0], dtype=torch.float64),
+                                (3, 2), requires_grad=True)
+    c = torch.sparse.mm(a, b)
+    out["spsp_forward"] = c.to_dense().detach().numpy()
+    (c.to_dense() * torch.from_numpy(np.arange(6.0).reshape(3, 2))).sum().backward()
+    sparse_parts(a.grad, "spsp_a", out)
+    sparse_parts(b.grad, "spsp_b", out)
     # a two-layer GCN step (pygcn's layers) from fixed weights
     rng = np.random.default_rng(0)
     n, f, h, c = 12, 5, 4, 3
