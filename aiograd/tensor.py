@@ -46,6 +46,7 @@ from ._memory_format import (
     preserve_format,
 )
 from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
+from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
 from ._size import Size
 from ._size import as_size as _as_size
@@ -247,6 +248,16 @@ class Tensor(_TensorMethods):
         return self._data.ndim
 
     @property
+    def layout(self) -> Any:
+        """``aiograd.strided`` for a dense tensor, ``aiograd.sparse_coo`` for a sparse one."""
+        return sparse_coo if self._data.__class__ is SparseCOO else strided
+
+    @property
+    def is_sparse(self) -> bool:
+        """Whether this is a sparse COO tensor (NOTE [Sparse payload] in _sparse.py)."""
+        return self._data.__class__ is SparseCOO
+
+    @property
     def is_leaf(self) -> bool:
         """True for tensors the user made and for tensors that do not require grad."""
         return self.grad_fn is None
@@ -359,10 +370,14 @@ class Tensor(_TensorMethods):
         """The underlying numpy array (shared, not copied), like ``torch.Tensor.numpy``."""
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._data.__class__ is SparseCOO:
+            raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")
         return self._data
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = self._data
+        if arr.__class__ is SparseCOO:
+            raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")
         if dtype is not None and arr.dtype != dtype:
             return arr.astype(dtype)
         return arr.copy() if copy else arr
@@ -527,6 +542,8 @@ class Tensor(_TensorMethods):
         return t
 
     def __repr__(self) -> str:
+        if self._data.__class__ is SparseCOO:
+            return self._sparse_repr()
         body = np.array2string(self._data, separator=", ", prefix="tensor(")
         extras = []
         if self._data.dtype != _default_dtype and not (
@@ -540,6 +557,29 @@ class Tensor(_TensorMethods):
         elif self._requires_grad:
             extras.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    def _sparse_repr(self) -> str:
+        """torch's layout of a sparse tensor's repr: its indices and values, then size and nnz."""
+        coo: SparseCOO = self._data  # type: ignore[assignment]
+        pad = " " * len("tensor(")
+
+        def part(name: str, arr: np.ndarray) -> str:
+            prefix = pad + f"{name}=tensor("
+            body = np.array2string(arr, separator=", ", prefix=prefix)
+            if arr.size == 0:
+                body = f"[], size={tuple(arr.shape)}"
+            return f"{name}=tensor({body})"
+
+        extras = [f"size={coo.shape}", f"nnz={coo.nnz}"]
+        if coo.dtype != _default_dtype and not (coo.dtype == int64 or coo.dtype == bool_):
+            extras.append(f"dtype={coo.dtype}")
+        extras.append("layout=aiograd.sparse_coo")
+        if self.grad_fn is not None:
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self._requires_grad:
+            extras.append("requires_grad=True")
+        return ("tensor(" + part("indices", coo.indices) + ",\n" + pad + part("values", coo.values) + ",\n" + pad
+                + ", ".join(extras) + ")")
 
     # ----- graph ----------------------------------------------------------------
     def detach(self) -> "Tensor":

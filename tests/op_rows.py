@@ -945,7 +945,42 @@ ROWS: list[OpRow] = [
     OpRow("__setitem__", cases(((3, 2), (2,))), fn=lambda x, v: _setitem(x.clone(), 1, v), node="CopySlices"),
     OpRow("__setitem__", cases(((3, 2), (2, 2))), fn=lambda x, v: _setitem(x.clone(), np.array([0, 2]), v),
           node="IndexPutBackward0", variant="advanced"),
+    # ----- sparse COO tensors: the values (and dense operands) are the inputs ---------------------------
+    OpRow("sparse_coo_tensor", cases((5,)), fn=lambda v: _sp(v).to_dense(), node="ToDenseBackward0"),
+    OpRow("sparse_coo_tensor", cases((5, 2)), fn=lambda v: ag.sparse_coo_tensor(_SP_IDX, v, (3, 3, 2)).to_dense(),
+          node="ToDenseBackward0", variant="hybrid"),
+    OpRow("to_dense", cases((5,)), fn=lambda v: _sp(v).t().to_dense() * 1.0, node="MulBackward0"),
+    OpRow("coalesce", cases((5,)), fn=lambda v: _sp(v).coalesce().values(), node="ValuesBackward0"),
+    OpRow("values", cases((5, 2)), fn=lambda v: ag.sparse_coo_tensor(_SP_IDX, v, (3, 3, 2)).coalesce().values(),
+          node="ValuesBackward0"),
+    OpRow("to_sparse", cases((3, 3)), fn=lambda x: x.to_sparse().to_dense(), node="ToDenseBackward0"),
+    OpRow("to_sparse", cases((3, 2)), fn=lambda x: ag.sparse.sum(x.to_sparse(1), 0), node="SparseSumBackward0",
+          variant="sparse_dim"),
+    OpRow("spmm", cases(((5,), (3, 2)), ((5,), (3,))),
+          fn=lambda v, d: ag.spmm(_sp(v), d) if d.ndim == 2 else _sp(v) @ d, node=None),
+    OpRow("sparse_mm", cases(((5,), (3, 2))), fn=lambda v, d: ag.sparse.mm(_sp(v), d), node="SparseAddmmBackward0"),
+    OpRow("sparse_mm", cases(((5,), (3, 2))), fn=lambda v, d: ag.sparse.mm(_sp(v).t(), d), node="SparseAddmmBackward0",
+          variant="transposed"),
+    OpRow("sparse_mm", cases(((5,), (3,))),
+          fn=lambda v, w: ag.sparse.mm(_sp(v), ag.sparse_coo_tensor([[0, 2, 1], [0, 1, 1]], w, (3, 2))).to_dense(),
+          node="ToDenseBackward0", variant="sparse_sparse", gradgrad=False),
+    OpRow("sparse_sum", cases((5,)), fn=lambda v: ag.sparse.sum(_sp(v)), node="SumBackward0"),
+    OpRow("sparse_sum", cases((5,)), fn=lambda v: ag.sparse.sum(_sp(v), 1).to_dense(), node="ToDenseBackward0",
+          variant="dim"),
+    OpRow("sparse_sum", cases((5, 2)), fn=lambda v: ag.sparse.sum(ag.sparse_coo_tensor(_SP_IDX, v, (3, 3, 2)), (0, 1)),
+          node="SparseSumBackward0", variant="hybrid"),
+    OpRow("sparse_softmax", cases((5,)), fn=lambda v: ag.sparse.softmax(_sp(v), 1).to_dense(), node="ToDenseBackward0",
+          gradgrad=False),
+    OpRow("sparse_log_softmax", cases((5,)), fn=lambda v: ag.sparse.log_softmax(_sp(v), 0).to_dense(),
+          node="ToDenseBackward0", gradgrad=False),
 ]
+
+# a sparse pattern with a repeated index ((0, 2) twice), so rules meet uncoalesced input
+_SP_IDX = np.array([[0, 1, 1, 2, 0], [2, 0, 2, 1, 2]])
+
+
+def _sp(v: ag.Tensor) -> ag.Tensor:
+    return ag.sparse_coo_tensor(_SP_IDX, v, (3, 3))
 
 
 def _diagonal_mul_(x: ag.Tensor) -> ag.Tensor:

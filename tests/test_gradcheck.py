@@ -166,3 +166,32 @@ async def test_gradcheck_agrees_on_random_shapes_on_every_loop(shape, seed):
     assert not await ag.gradcheck(
         lambda a, b: _WrongBackward.apply(a) + b, (x, y), raise_exception=False
     )
+
+
+class _WrongSparseSum(ag.Function):
+    """sparse.sum whose backward doubles the gradient of each entry."""
+
+    @staticmethod
+    def forward(ctx, s):
+        ctx.save_for_backward(s)
+        return ag.sparse.sum(s)
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved_tensors
+        return ag.sparse_coo_tensor(s._indices(), ag.full((s._nnz(),), 2.0, dtype=ag.float64) * g, s.shape)
+
+
+async def test_gradcheck_moves_the_values_of_a_sparse_input():
+    rng = np.random.default_rng(0)
+    # (0, 2) twice: the entries of an uncoalesced input are checked one by one
+    s = ag.sparse_coo_tensor([[0, 1, 1, 2, 0], [2, 0, 2, 1, 2]], rng.standard_normal(5), (3, 3), requires_grad=True)
+    d = _t(rng.standard_normal((3, 2)))
+    before = s._values().numpy().copy()
+    for fn in (lambda s, d: ag.sparse.mm(s, d), lambda s, d: (s @ d).tanh(), lambda s, d: ag.sparse.softmax(s, 0),
+               lambda s, d: s.t().to_dense() * ag.sparse.sum(s)):
+        assert await ag.gradcheck(fn, (s, d))  # sparse and dense gradients, sparse and dense outputs
+        assert await ag.gradcheck(fn, (s, d), fast_mode=True)
+    assert await ag.gradgradcheck(lambda s, d: ag.sparse.mm(s, d), (s, d))
+    assert not await ag.gradcheck(lambda s: _WrongSparseSum.apply(s), (s,), raise_exception=False)
+    np.testing.assert_array_equal(s._values().numpy(), before)  # the input is left as it was

@@ -143,7 +143,7 @@ def test_families_have_one_table_each() -> None:
     assert set(families) == {
         "elementwise", "reduce", "shape", "join", "rearrange", "diagonal", "contract", "index", "scatter", "search",
         "sampling", "linalg", "nn", "convert", "inplace", "special", "scan", "sorting", "activation", "conv", "pool",
-        "resample", "pad", "normalization", "loss", "attention", "recurrent",
+        "resample", "pad", "normalization", "loss", "attention", "recurrent", "sparse",
     }
 
 

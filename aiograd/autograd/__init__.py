@@ -248,6 +248,7 @@ async def run_grad(
     """The pass behind ``grad()`` and ``grad_sync()``."""
     from ..tensor import Tensor
     from .engine import default_engine
+    from .graph import copy_payload
 
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported; loop over the batch instead")
@@ -288,7 +289,7 @@ async def run_grad(
         elif isinstance(g, Tensor):
             result.append(g)
         else:
-            arr = g if (g.__class__ is np.ndarray and g.flags.writeable) else np.array(g)
+            arr = g if (g.__class__ is np.ndarray and g.flags.writeable) else copy_payload(g)
             result.append(Tensor._wrap(arr, t._device))
     return tuple(result)
 

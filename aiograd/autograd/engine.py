@@ -55,6 +55,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import _aio
+from .._sparse import SparseCOO, as_payload
 from ..device import CPU
 from ..tensor import Tensor
 from . import executors
@@ -326,7 +327,7 @@ def validate_grad(node_name: str, index: int, g: Any, meta: Any) -> Any:
         if isinstance(g, Tensor):
             g = g.to(dtype)  # type: ignore[attr-defined]
         else:
-            g = np.asarray(g).astype(dtype)
+            g = as_payload(g).astype(dtype)
     if isinstance(g, Tensor) and g._device is not device:
         if g.ndim == 0:
             g = g.to(device)  # type: ignore[attr-defined]
@@ -461,7 +462,7 @@ def init_to_execute(
 def _wrap_for_hook(g: Any, device: Any) -> Any:
     if g is None or isinstance(g, Tensor):
         return g
-    return Tensor._wrap(np.asarray(g), device)
+    return Tensor._wrap(as_payload(g), device)
 
 
 def _unwrap_from_hook(new: Any, old: Any) -> Any:
@@ -930,7 +931,8 @@ def _check_nan(node: Node, outputs: Sequence[Any]) -> None:
     for i, g in enumerate(outputs):
         if g is None:
             continue
-        arr = g._data if isinstance(g, Tensor) else np.asarray(g)
+        arr = g._data if isinstance(g, Tensor) else g
+        arr = arr.values if arr.__class__ is SparseCOO else np.asarray(arr)  # NOTE [Sparse payload]
         if arr.dtype.kind in "fc" and np.isnan(arr).any():
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._sparse import as_payload
 from ..tensor import Tensor
 from . import grad_mode as _gm
 from .graph import Node, is_numeric_array, record, save, save_output, type_description, unpack
@@ -83,7 +84,7 @@ class BackwardCFunction(FunctionCtx, Node):
                 else:
                     args.append(None)
                     continue
-            args.append(g if isinstance(g, Tensor) else Tensor._wrap(np.asarray(g), meta.device))
+            args.append(g if isinstance(g, Tensor) else Tensor._wrap(as_payload(g), meta.device))
         backward = self._function_cls.backward
         if inspect.iscoroutinefunction(backward):
             return self._apply_async(backward, args, graph)

@@ -27,6 +27,11 @@ inputs, grad_outputs, create_graph=True)``, which checks second derivatives.
 
 Finite differences at ``eps=1e-6`` need double precision: inputs that
 require grad must be float64 (torch warns; aiograd refuses).
+
+A sparse COO input is checked at its specified entries (torch's ``masked``
+semantics): its values are moved one at a time, and its analytic gradient
+(sparse or dense) is read at its indices; a sparse output counts as the dense
+tensor it stands for.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import Any, Callable, Coroutine, Sequence
 import numpy as np
 
 from .._aio import run_without_loop, running_loop_kind
+from .._sparse import SparseCOO
 from ..tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -105,6 +111,24 @@ def _fail(msg: str, raise_exception: bool) -> bool:
     return False
 
 
+def _entries(x: Tensor) -> np.ndarray:
+    """The numbers of ``x`` that gradcheck moves: a dense tensor's array, a sparse one's values."""
+    d = x._data
+    return d.values if d.__class__ is SparseCOO else d  # type: ignore[no-any-return]
+
+
+def _dense(a: Any) -> Any:
+    return a.to_dense() if a.__class__ is SparseCOO else a
+
+
+def _grad_entries(x: Tensor, g: Tensor) -> np.ndarray:
+    """The gradient ``g`` of ``x`` read at ``_entries(x)``."""
+    d = x._data
+    if d.__class__ is SparseCOO:
+        return d.gather(g._data)  # type: ignore[no-any-return]
+    return _dense(g._data)  # type: ignore[no-any-return]
+
+
 class _Perturb:
     """Write ``x[idx] = value`` straight into the tensor's array (no version bump), and undo it."""
 
@@ -124,7 +148,7 @@ class _Perturb:
 
 async def _eval_float(func: Callable[..., Any], inputs: tuple[Any, ...]) -> list[np.ndarray]:
     outs = await _call(func, inputs)
-    return [np.array(o._data, dtype=np.float64) for o in outs]
+    return [np.array(_dense(o._data), dtype=np.float64) for o in outs]
 
 
 # ----- Jacobians -------------------------------------------------------------------------
@@ -139,7 +163,7 @@ async def _numeric_jacobian(
         x = inputs[i]
         p = _Perturb(x)
         try:
-            data = x._data
+            data = _entries(x)
             n = data.size
             rows = [np.zeros((n, s)) for s in out_sizes]
             for flat in range(n):
@@ -165,7 +189,7 @@ async def _analytic_jacobian(
     from . import run_grad as grad
 
     diff_inputs = [inputs[i] for i in diff_idx]
-    jac = [[np.zeros((inputs[i]._data.size, o._data.size)) for o in outputs] for i in diff_idx]
+    jac = [[np.zeros((_entries(inputs[i]).size, o._data.size)) for o in outputs] for i in diff_idx]
     problems: list[str] = []
     for j, o in enumerate(outputs):
         if not o._requires_grad or not _is_float(o):
@@ -192,7 +216,7 @@ async def _analytic_jacobian(
                 if g._device is not x._device:
                     problems.append(f"Gradient has device mismatch for input {i}: got {g._device}, "
                                     f"expected {x._device}")
-                jac[k][j][:, flat] = np.asarray(g._data, dtype=np.float64).reshape(-1)
+                jac[k][j][:, flat] = np.asarray(_grad_entries(x, g), dtype=np.float64).reshape(-1)
     return jac, problems
 
 
@@ -311,14 +335,16 @@ async def _fast_gradcheck(
         us.append(u / max(float(np.linalg.norm(u)), 1e-300))
     for i in diff_idx:
         x = inputs[i]
-        v = rng.standard_normal(x._data.size)
-        v = (v / max(np.linalg.norm(v), 1e-300)).reshape(x.shape)
+        entries = _entries(x)
+        v = rng.standard_normal(entries.size)
+        v = (v / max(float(np.linalg.norm(v)), 1e-300)).reshape(entries.shape)
         p = _Perturb(x)
         try:
-            data = x._data
-            np.subtract(p.backup, eps * v, out=data)
+            data = _entries(x)
+            base = p.backup.values if p.backup.__class__ is SparseCOO else p.backup
+            np.subtract(base, eps * v, out=data)
             lo = await _eval_float(func, inputs)
-            np.add(p.backup, eps * v, out=data)
+            np.add(base, eps * v, out=data)
             hi = await _eval_float(func, inputs)
         finally:
             p.restore()
@@ -337,7 +363,7 @@ async def _fast_gradcheck(
                             f"expected {list(x.shape)}",
                             raise_exception,
                         )
-                    ana = float(np.dot(np.asarray(g._data, dtype=np.float64).reshape(-1), v.reshape(-1)))
+                    ana = float(np.dot(np.asarray(_grad_entries(x, g), dtype=np.float64).reshape(-1), v.reshape(-1)))
             if not abs(ana - num) <= atol + rtol * abs(num):
                 return _fail(
                     f"Jacobian mismatch for output {j} with respect to input {i} (fast mode: u^T J v for "

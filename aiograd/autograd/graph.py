@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple, Sequence,
 
 import numpy as np
 
+from .._sparse import SparseCOO
 from ..device import CPU, Device
 from . import grad_mode as _gm
 
@@ -499,13 +500,15 @@ def accumulate_into_grad(variable: "Tensor", g: Any, owned: bool) -> None:
         old = variable._grad
         if isinstance(g, Tensor):
             if old is None:
-                variable._grad = g if g.grad_fn is not None else Tensor._wrap(np.array(g._data), variable._device)
+                variable._grad = g if g.grad_fn is not None else Tensor._wrap(copy_payload(g._data), variable._device)
             else:
                 variable._grad = old + g  # type: ignore[operator]
             return
         if old is None:
             if owned:
                 arr = g
+            elif g.__class__ is SparseCOO:  # a sparse gradient (NOTE [Sparse payload] in _sparse.py)
+                arr = g.astype(variable._data.dtype)
             else:
                 arr = np.array(g, dtype=variable._data.dtype, copy=True)
             variable._grad = Tensor._wrap(arr, variable._device)
@@ -526,10 +529,15 @@ def accumulate_into_retained_grad(t: "Tensor", g: Any, owned: bool) -> None:
         if isinstance(g, Tensor):
             t._grad = g if old is None else old + g  # type: ignore[operator]
         elif old is None:
-            arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else np.array(g, copy=True)
+            arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else copy_payload(g)
             t._grad = Tensor._wrap(arr, t._device)
         else:
             t._grad = Tensor._wrap(old._data + g, t._device)
+
+
+def copy_payload(a: Any) -> Any:
+    """A copy of a gradient payload: an ndarray, or a sparse one (NOTE [Sparse payload] in _sparse.py)."""
+    return a.copy() if a.__class__ is SparseCOO else np.array(a, copy=True)
 
 
 class GraphRoot(Node):

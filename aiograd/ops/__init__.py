@@ -33,6 +33,7 @@ from . import (
     search,
     shape,
     sorting,
+    sparse,
     special,
 )
 from ._table import install
@@ -40,7 +41,7 @@ from ._table import install
 # the family modules, named before the star imports rebind ``diagonal`` and ``scatter`` to the ops
 _FAMILIES = (activation, attention, contract, conv, convert, diagonal, elementwise, index, inplace, join, linalg, loss,
              nn, normalization, pad, pool, rearrange, recurrent, reduce, resample, sampling, scan, scatter, search,
-             shape, sorting, special)
+             shape, sorting, sparse, special)
 
 from .activation import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
@@ -68,6 +69,7 @@ from .scatter import *  # noqa: F401,F403
 from .search import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 
 install(Tensor)

@@ -303,6 +303,10 @@ from .sorting import (
     sort as sort,
     topk as topk,
 )
+from .sparse import (
+    sparse_coo_tensor as sparse_coo_tensor,
+    spmm as spmm,
+)
 from .special import (
     digamma as digamma,
     erfc as erfc,
@@ -538,7 +542,9 @@ __all__ = [
     "softmax",
     "softplus",
     "sort",
+    "sparse_coo_tensor",
     "split",
+    "spmm",
     "sqrt",
     "square",
     "squeeze",

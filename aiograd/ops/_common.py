@@ -17,6 +17,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from .._sparse import SparseCOO
 from ..autograd import grad_mode as _gm
 from ..device import Device
 from ..tensor import Tensor, get_default_dtype, new_tensor
@@ -329,6 +330,6 @@ def promote_float(out: np.ndarray, *xs: Any) -> np.ndarray:
 
 def wrap(arr: Any, device: Device) -> Tensor:
     """A new Tensor for an op's result (numpy scalars become 0-d arrays)."""
-    if arr.__class__ is not np.ndarray:
+    if arr.__class__ is not np.ndarray and arr.__class__ is not SparseCOO:  # NOTE [Sparse payload]
         arr = np.asarray(arr)
     return new_tensor(arr, device)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
 
+from .._sparse import SparseCOO
 from ..autograd.graph import Node, edge_to, link, link_one, save_output, sole_owner, sum_to, unpack, unpack_input
 from ..tensor import Tensor, get_default_dtype, new_tensor, tensor
 from ._common import (
@@ -159,7 +160,7 @@ def result_dtype(a: Any, b: Any, floating: bool = False) -> np.dtype:
 def cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray:
     """Cast a numpy result to torch's promoted dtype of ``a`` and ``b`` (``floating``: int -> default float)."""
     want = result_dtype(a, b, floating)
-    if res.__class__ is not np.ndarray:
+    if res.__class__ is not np.ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
         res = np.asarray(res)
     if res.dtype != want:
         res = res.astype(want)
@@ -366,7 +367,7 @@ def make_unary(
                 dt = xd.dtype
         res = kernel(xd)
         if res.__class__ is not _ndarray:
-            res = np.asarray(res)
+            res = res if res.__class__ is SparseCOO else np.asarray(res)  # NOTE [Sparse payload]
         if res.dtype is not dt and res.dtype.kind == dt.kind:
             res = res.astype(dt)  # a kernel without a loop for this dtype (scipy on float16)
         out = new_tensor(res, input._device)
@@ -451,7 +452,9 @@ def make_binary(
                 dt = ad.dtype
                 if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
                     res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
-                    out = new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
+                    if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
+                        res = np.asarray(res)
+                    out = new_tensor(res, input._device)
                     ra = input._requires_grad
                     rb = other._requires_grad
                     if (ra or rb) and grad_enabled():
@@ -460,7 +463,9 @@ def make_binary(
                     return out
             elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
                 res = kernel(ad, other)
-                out = new_tensor(res if res.__class__ is _ndarray else np.asarray(res), input._device)
+                if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:
+                    res = np.asarray(res)
+                out = new_tensor(res, input._device)
                 if input._requires_grad and grad_enabled():
                     link(make_node(input, other, True, False, ad.shape, (), out), [edge_to(input), None], out)
                 return out
