@@ -236,12 +236,16 @@ class _Knobs:
 
     def __enter__(self) -> None:
         self.saved = (ag.get_time_slice(), ag.get_offload(), ag.get_default_dtype())
+        self.flags = (ag.backends.cudnn.benchmark, ag.backends.cudnn.deterministic,
+                      ag.backends.cuda.matmul.allow_tf32)
 
     def __exit__(self, *exc: object) -> None:
         slice_, offload, dtype = self.saved
         ag.set_time_slice(slice_)
         ag.set_offload(offload)
         ag.set_default_dtype(dtype)
+        (ag.backends.cudnn.benchmark, ag.backends.cudnn.deterministic,
+         ag.backends.cuda.matmul.allow_tf32) = self.flags
 
 
 async def _cancel_leftover_tasks() -> None:

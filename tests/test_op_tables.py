@@ -117,7 +117,9 @@ def test_only_the_install_sets_attributes_on_tensor() -> None:
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                if node.func.id == "globals" and path.name != "graph.py":
+                # serialization.py: NOTE [Torch names in the fast pickler] (the C pickler finds a
+                # global only as a module attribute)
+                if node.func.id == "globals" and path.name not in ("graph.py", "serialization.py"):
                     offenders.append(f"{path.name}:{node.lineno} globals()")
                 if node.func.id == "setattr" and node.args and getattr(node.args[0], "id", "") in ("Tensor", "tensor_cls"):
                     if path.name != "_table.py":
