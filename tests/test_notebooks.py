@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+# The test extra installs these: a plain import fails where a skip would hide a broken install.
+import ipykernel  # noqa: F401  # the kernel the notebooks run on
+import nbclient  # noqa: F401
+import nbformat
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = ["01-quickstart", "02-async-backward", "03-train-digits", "04-custom-functions-and-checkpointing",

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sklearn  # noqa: F401  # the test extra installs it: missing, these tests fail (not skip)
 
 import aiograd as ag
 from aiograd import nn, optim
 from aiograd.demo import accuracy, load_digits_split, mlp, train
-
-pytest.importorskip("sklearn")
 
 # one loop backend: these are about the numbers, not about the scheduler
 one_loop = pytest.mark.parametrize("anyio_backend", ["asyncio"])
