@@ -806,6 +806,7 @@ class Engine:
                             t0 = perf_counter()
                             deadline = t0 + _time_slice
                             countdown = _CHECK_EVERY
+                            started = t0  # the node's run starts now: the turns of other passes are not its time
                         outputs = node.apply(grads)
                         offload_policy.observe(node, perf_counter() - t0)
                     else:
