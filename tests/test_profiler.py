@@ -357,3 +357,22 @@ async def test_inline_node_runs_of_concurrent_passes_never_overlap() -> None:
     assert len({ev.graph_task for ev in prof.events}) == 3
     overlaps = [(a, b) for a, b in zip(runs, runs[1:]) if b[0] < a[1]]
     assert overlaps == []
+
+
+async def test_timeline_labels_name_passes_and_share_colors_by_name() -> None:
+    """``labels`` names passes by graph task: one legend entry and one color a name (the
+    passes of one task), in the order given; unnamed passes keep ``graph task N``."""
+    xs = [ag.tensor(np.linspace(0, 1, 8), requires_grad=True) for _ in range(3)]
+    with profile() as prof:
+        for x in xs:
+            await (x.sin() * 2).sum().backward()
+    gts = list(dict.fromkeys(ev.graph_task for ev in prof.events))
+    assert len(gts) == 3
+    fig = prof.timeline(labels={gts[2]: "worker", gts[0]: "worker"})
+    (ax,) = fig.axes
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["worker", f"graph task {gts[1]} (depth 0)"]
+    worker, other = (h.get_facecolor() for h in legend.legend_handles)
+    assert worker != other
+    bar_colors = {tuple(c.get_facecolor()[0]) for c in ax.collections}
+    assert bar_colors == {tuple(worker), tuple(other)}
