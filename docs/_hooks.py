@@ -7,7 +7,8 @@
   ``notebooks/<name>.ipynb`` before mkdocs-jupyter looks at the files (a higher
   event priority than the plugin's), so the plugin renders it with the outputs
   saved in it (``execute: false`` in mkdocs.yml: the build runs no notebook).
-* ``on_post_page``: a page whose HTML shows a ``NOTE [Name]`` citation of the
+* ``on_post_page``: a notebook's links to another notebook or to a page of
+  ``docs/`` lead to their pages on the site; and a page whose HTML shows a ``NOTE [Name]`` citation of the
   code (the griffe extension takes them out of the docstrings) or a raw
   reStructuredText role (``:func:`x```, which markdown does not read) logs a
   warning, and ``mkdocs build --strict`` fails on it.
@@ -54,7 +55,28 @@ def leaks(page_html: str) -> list[str]:
     return sorted({m.group(0).replace("<code>", "`") for m in _LEAKS.finditer(text)})
 
 
+def notebook_links(page_html: str) -> str:
+    """``page_html`` of a notebook page with the notebook's links into the site: to another
+    notebook (``02-async-backward.ipynb``: its page) and to a page of docs/
+    (``../docs/distributed.md``)."""
+    names = {nb.name for nb in (_ROOT / "notebooks").glob("*.ipynb")}
+
+    def link(m: re.Match[str]) -> str:
+        target, anchor = m.group(1), m.group(2) or ""
+        if target in names:
+            return f'href="../{target[: -len(".ipynb")]}/{anchor}"'
+        if target.startswith("../docs/") and target.endswith(".md"):
+            page = target[len("../docs/"): -len(".md")]
+            page = "" if page in ("README", "index") else page + "/"
+            return f'href="../../{page}{anchor}"'
+        return m.group(0)
+
+    return re.sub(r'href="([\w./-]+?\.(?:ipynb|md))(#[^"]*)?"', link, page_html)
+
+
 def on_post_page(output: str, page: Any, config: Any, **kwargs: Any) -> str:
+    if page.file.src_uri.startswith("notebooks/") and page.file.src_uri.endswith(".ipynb"):
+        output = notebook_links(output)
     found = leaks(output)
     if found:
         log.warning("%s shows internal notes or raw roles: %s", page.file.src_uri, ", ".join(found))

@@ -463,3 +463,11 @@ def test_the_docs_extra_has_a_signature_formatter_and_the_notebook_plugin() -> N
     docs_extra = re.search(r"(?ms)^docs = \[(.*?)^\]", text)
     assert docs_extra is not None
     assert re.search(r'"(ruff|black)\b', docs_extra.group(1)) and '"mkdocs-jupyter' in docs_extra.group(1)
+
+
+def test_a_notebook_page_links_to_the_other_notebooks_and_docs_pages() -> None:
+    links = _docs_module("_hooks").notebook_links
+    assert links('<a href="02-async-backward.ipynb">') == '<a href="../02-async-backward/">'
+    assert links('<a href="../docs/distributed.md#rrefs">') == '<a href="../../distributed/#rrefs">'
+    assert links('<a href="../docs/README.md">') == '<a href="../../">'
+    assert links('<a href="05-devices-trace.json">') == '<a href="05-devices-trace.json">'
