@@ -305,14 +305,26 @@ def _test_extra_distributions() -> set[str]:
         extras = {e.strip() for e in (m.group(2) or "").split(",") if e.strip()}
         return norm(m.group(1)), extras, m.group(3) or ""
 
+    # aiograd's own extras from pyproject.toml (the checkout's, installed or not), the rest
+    # from the installed distributions' metadata.
+    text = (HERE.parent / "pyproject.toml").read_text()
+    block = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    own = {
+        m.group(1): [q for q in re.findall(r'"([^"]+)"', m.group(2))]
+        for m in re.finditer(r"(?ms)^(\w+) = \[(.*?)^\]", block)
+    }
     seen: set[str] = set()
     todo: list[tuple[str, set[str]]] = [("aiograd", {"test"})]
     while todo:
         dist, extras = todo.pop()
-        try:
-            reqs = metadata.requires(dist) or []
-        except metadata.PackageNotFoundError:
-            continue
+        if dist == "aiograd":
+            reqs = [f'{spec}; extra == "{extra}"' if ";" not in spec else spec
+                    for extra in extras for spec in own.get(extra, [])]
+        else:
+            try:
+                reqs = metadata.requires(dist) or []
+            except metadata.PackageNotFoundError:
+                continue
         for spec in reqs:
             name, sub_extras, marker = requirement(spec)
             wanted = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
