@@ -323,12 +323,11 @@ async def main(epochs: int = 15, seed: int = 0, side: int = 3, out_dir: str | Pa
         side_count = sum(others.done)
 
         # One more step, profiled, among the side passes. A profile records the passes started
-        # while it is active: the side tasks pause between two passes, start again inside the
-        # profile, and it stays open until each has completed the pass it began there.
-        # The profiled step is one step on the whole training set: its matrix products take
-        # longer than a time slice, so the offload policy sends them to the device thread (those
-        # of a 32-image step take microseconds and rightly stay on the loop's thread). Each side
-        # task runs one pass meanwhile.
+        # while it is active: the side tasks pause between two passes, each starts one pass
+        # inside the profile, and it stays open until each has completed it. The profiled step
+        # is a step on the whole training set: its matrix products take longer than a time
+        # slice, so the offload policy sends them to the device thread (those of a 32-image
+        # step take microseconds and rightly stay on the loop's thread).
         await others.pause()
         with ag.profiler.profile() as prof:
             others.one_pass_each()
@@ -356,7 +355,8 @@ async def main(epochs: int = 15, seed: int = 0, side: int = 3, out_dir: str | Pa
           f"loss.backward() in a torch script) held the loop {held * 1e3:.1f} ms: the ticker's lag "
           f"for each such pass, every other task waiting as long")
     trace, picture = write_profile(prof, Path(out_dir))
-    print(f"one training step, profiled beside the side passes ({len(prof.events)} node runs):")
+    print(f"one training step on the whole training set, profiled beside the side passes "
+          f"({len(prof.events)} node runs):")
     print(f"  Chrome trace:     {trace}  (open it in https://ui.perfetto.dev or chrome://tracing)")
     print(f"  timeline picture: {picture}")
     return final
