@@ -105,6 +105,7 @@ class RuntimeExports(griffe.Extension):
             _drop_underscored_class_members(pkg)
             _drop_undocumented_instance_attributes(pkg)
             _drop_docstrings_of_page_modules(pkg)
+            _public_bases(pkg)
 
     def _fill_functions(self, mod: griffe.Module, loader: griffe.GriffeLoader, seen: set[str]) -> None:
         seen.add(mod.path)
@@ -134,6 +135,29 @@ def _drop_undocumented_instance_attributes(obj: griffe.Object) -> None:
             obj.del_member(name)
         elif member.is_module or member.is_class:
             _drop_undocumented_instance_attributes(member)  # type: ignore[arg-type]
+
+
+def _public_bases(obj: griffe.Object) -> None:
+    """A class's bases as the reference shows them: a private base (``_Inplace``, a helper of
+    its module) is replaced by its own bases (``Module``), so no underscored name is shown."""
+    for member in list(obj.members.values()):
+        if member.is_alias:
+            continue
+        if member.is_class:
+            bases: list[Any] = []
+            todo = list(member.bases)  # type: ignore[union-attr]
+            while todo:
+                base = todo.pop(0)
+                name = str(base)
+                private = obj.members.get(name) if name.startswith("_") else None
+                if private is not None and not private.is_alias and private.is_class:
+                    todo[:0] = list(private.bases)  # type: ignore[union-attr]
+                else:
+                    bases.append(base)
+            member.bases = bases  # type: ignore[union-attr]
+            _public_bases(member)  # type: ignore[arg-type]
+        elif member.is_module:
+            _public_bases(member)  # type: ignore[arg-type]
 
 
 _REFERENCE = Path(__file__).resolve().parent / "reference"

@@ -449,6 +449,7 @@ def test_reference_pages_show_signatures_and_no_empty_boxes(rendered_tree: Any) 
     assert rendered_tree["nn.init"].docstring is not None  # no page of its own: its docstring introduces it
     elu = rendered_tree["nn.activation.ELU"]
     assert "alpha" not in elu.members and "forward" in elu.members
+    assert [str(b) for b in rendered_tree["nn.activation.SELU"].bases] == ["Module"]  # not _Inplace
 
 
 def test_the_reference_index_lists_every_reference_page() -> None:
