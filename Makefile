@@ -79,5 +79,5 @@ notebooks: $(VENV)/.stamp-notebooks
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) notebooks/run_notebooks.py
 
 clean:
-	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .mypy_cache .hypothesis .ruff_cache
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .mypy_cache .hypothesis .ruff_cache .cache
 	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -14,9 +14,16 @@ time:
   loop's lag, which every other coroutine would suffer. Its p50, p99 and
   max are printed at the end.
 
-Then one training step, with the side passes still running, is recorded by
-the profiler: a Chrome trace (open it in Perfetto) and a timeline picture
-are written into ``--out``. The final test accuracy is printed (above 95%).
+Then one training step on the whole training set, while each side task runs
+one more pass, is recorded by the profiler: a Chrome trace (open it in
+Perfetto) and a timeline picture (one row a thread, one color a task, the
+window of the training step) are written into ``--out``. The step's matrix
+products, and the side passes', take longer than a time slice, so the offload
+policy runs them on the device thread; the small nodes take turns on the
+loop's thread. For comparison with the lag, one side pass is run as a
+blocking backward (inline, never yielding) and the time it held the loop is
+printed. The final test accuracy is printed (above 95%). Without a terminal
+(a log), the progress bar is left out and the epoch lines are plain lines.
 Needs the ``demo`` extra (scikit-learn, and ``viz`` for the bar and the
 picture): ``pip install 'aiograd[demo]'``.
 """
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -108,9 +116,14 @@ async def train(
 # ----- what else runs on the loop ----------------------------------------------------
 
 
-def side_graph(seed: int, depth: int = 12, size: int = 192) -> tuple[ag.Tensor, list[ag.Tensor]]:
+SIDE_DEPTH, SIDE_SIZE = 8, 320  # the side graph: its matrix products take a few ms, over a time slice
+
+
+def side_graph(seed: int, depth: int = SIDE_DEPTH, size: int = SIDE_SIZE) -> tuple[ag.Tensor, list[ag.Tensor]]:
     """A chain of ``depth`` matrix products (``size`` x ``size``) with tanh, heavier than a training step's
-    graph: its output and its weights. Built once; the side tasks differentiate it again and again."""
+    graph: its output and its weights. Built once; the side tasks differentiate it again and again.
+    Each matrix product's backward takes longer than a time slice (1 ms), so the offload policy
+    sends it to the device thread; the tanh nodes run on the loop's thread."""
     rng = np.random.default_rng(seed)
     h = ag.tensor(rng.standard_normal((size, size), dtype=np.float32))
     weights = []
@@ -133,31 +146,45 @@ class SidePasses:
     def __init__(self, n: int, seed: int) -> None:
         self.out, self.weights = side_graph(seed)  # its forward runs here, once: a forward pass does not yield
         self.done = [0] * n
-        self._go = asyncio.Event()
-        self._go.set()
+        self._go = [asyncio.Event() for _ in range(n)]  # one gate a task
+        for go in self._go:
+            go.set()
+        self._once = False  # each task closes its gate after its next pass
         self._paused = 0
         self._stopped = False
         self._tasks = [asyncio.create_task(self._run(i)) for i in range(n)]
 
     async def _run(self, i: int) -> None:
+        go = self._go[i]
         while not self._stopped:
-            if not self._go.is_set():
+            if not go.is_set():
                 self._paused += 1
-                await self._go.wait()
+                await go.wait()
                 self._paused -= 1
                 continue
             await ag.grad(self.out, self.weights, retain_graph=True)
             self.done[i] += 1
+            if self._once:
+                go.clear()
             await asyncio.sleep(0)
 
     async def pause(self) -> None:
         """Return once every task has finished its pass and waits."""
-        self._go.clear()
+        for go in self._go:
+            go.clear()
         while self._paused < len(self._tasks):
             await asyncio.sleep(TICK)
 
     def resume(self) -> None:
-        self._go.set()
+        self._once = False
+        for go in self._go:
+            go.set()
+
+    def one_pass_each(self) -> None:
+        """Let each paused task run one more pass, then wait again (a profile's passes: one a task)."""
+        self._once = True
+        for go in self._go:
+            go.set()
 
     async def until_each_completes(self, passes: int) -> None:
         """Return once every task has completed ``passes`` more passes."""
@@ -167,7 +194,8 @@ class SidePasses:
 
     async def stop(self) -> None:
         self._stopped = True
-        self._go.set()
+        for go in self._go:
+            go.set()
         await asyncio.gather(*self._tasks)
 
 
@@ -190,6 +218,32 @@ async def idle_lags(seconds: float) -> list[float]:
     return lags
 
 
+async def blocking_lag(loss: ag.Tensor, inputs: list[ag.Tensor], repeat: int = 3) -> float:
+    """How long a blocking backward of ``loss`` holds the loop (seconds, median of ``repeat``):
+    the same engine made to run as a synchronous backward does (``loss.backward()`` in a torch
+    script): every node inline on the loop's thread (``ag.set_offload("never")``) and a time
+    slice longer than the pass, so it never yields. A 1 ms ticker beside it wakes up once, at
+    the end: its largest lag is the figure."""
+    before = ag.get_offload(), ag.get_time_slice()
+    ag.set_offload("never")
+    ag.set_time_slice(60.0)
+    held = []
+    try:
+        for _ in range(repeat):
+            stop = asyncio.Event()
+            lags: list[float] = []
+            tick = asyncio.create_task(ticker(stop, lags))
+            await asyncio.sleep(2 * TICK)  # the ticker is asleep, waiting for its next tick
+            await ag.grad(loss, inputs, retain_graph=True)
+            stop.set()
+            await tick
+            held.append(max(lags))
+    finally:
+        ag.set_offload(before[0])
+        ag.set_time_slice(before[1])
+    return float(np.median(held))
+
+
 class LagStats(NamedTuple):
     ticks: int
     p50_ms: float
@@ -205,20 +259,35 @@ def lag_stats(lags: list[float]) -> LagStats:
 # ----- the showcase ----------------------------------------------------------------------
 
 
+def task_labels(prof: ag.profiler.profile) -> dict[int, str]:
+    """Legend names of the profile's passes: the training step (the pass with the loss's node)
+    and the side tasks, numbered in the order their passes started (one pass a task)."""
+    labels: dict[int, str] = {}
+    step = {ev.graph_task for ev in prof.events if ev.name == "NllLossBackward0"}
+    for ev in prof.events:  # in order of start
+        if ev.graph_task not in labels:
+            n = sum(1 for v in labels.values() if v.startswith("side"))
+            labels[ev.graph_task] = "training step" if ev.graph_task in step else f"side task {n + 1}"
+    return dict(sorted(labels.items(), key=lambda kv: (kv[1] != "training step", kv[1])))
+
+
 def write_profile(prof: ag.profiler.profile, out_dir: Path) -> tuple[Path, Path]:
     """The profile as ``trace.json`` (Chrome trace) and ``timeline.png`` in ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     trace, picture = out_dir / "trace.json", out_dir / "timeline.png"
     prof.export_chrome_trace(trace)
-    fig = prof.timeline()
-    step = {ev.graph_task for ev in prof.events if ev.name == "NllLossBackward0"}  # its loss
-    legend = fig.axes[0].get_legend()
-    for text in legend.get_texts() if legend is not None else ():
-        words = text.get_text().split()  # "graph task 3 (depth 0)"
-        if words[:2] == ["graph", "task"] and words[2].isdigit():
-            text.set_text(f"{'training step' if int(words[2]) in step else 'side pass'} (graph task {words[2]})")
-    fig.suptitle("one training step among the side passes on the same event loop", fontsize=10)
-    fig.savefig(picture, dpi=90)
+    labels = task_labels(prof)
+    fig = prof.timeline(labels=labels)
+    ax = fig.axes[0]
+    # The window of the training step, with as much again on either side.
+    t0 = prof.start if prof.start is not None else 0.0
+    step = [ev for ev in prof.events if labels.get(ev.graph_task) == "training step"]
+    first, last = (min(ev.start for ev in step) - t0) * 1e3, (max(ev.end for ev in step) - t0) * 1e3
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(max(lo, 2 * first - last), min(hi, 2 * last - first))
+    ax.set_title(f"one training step beside {len(labels) - 1} side tasks' backward passes, on one event loop",
+                 fontsize=10)
+    fig.savefig(picture, dpi=80)
     return trace, picture
 
 
@@ -241,26 +310,33 @@ async def main(epochs: int = 15, seed: int = 0, side: int = 3, out_dir: str | Pa
     tick = asyncio.create_task(ticker(stop, lags))
     others = SidePasses(side, seed + 1)
     print(f"on the same event loop: {side} tasks running backward passes of their own "
-          f"(12 matmul+tanh layers, 192x192), and a {TICK * 1e3:.0f} ms ticker measuring the loop's lag")
+          f"({SIDE_DEPTH} matmul+tanh layers, {SIDE_SIZE}x{SIDE_SIZE}), and a {TICK * 1e3:.0f} ms ticker measuring the loop's lag")
     try:
         t0 = time.perf_counter()
         steps_per_epoch = -(-len(ytr) // 32)
-        with tqdm(total=epochs * steps_per_epoch, desc="training", unit="step") as bar:
+        # The bar redraws its line with carriage returns: in a log (stderr not a terminal) it is
+        # left out, and the epoch lines are plain lines.
+        with tqdm(total=epochs * steps_per_epoch, desc="training", unit="step", disable=not sys.stderr.isatty()) as bar:
             accs = await train(model, opt, data, epochs, seed=seed, log=bar.write, on_step=bar.update)
         seconds = time.perf_counter() - t0
         stats = lag_stats(lags)
         side_count = sum(others.done)
 
         # One more step, profiled, among the side passes. A profile records the passes started
-        # while it is active: the side tasks pause between two passes, start again inside the
-        # profile, and it stays open until each has completed the pass it began there.
-        idx = np.random.default_rng(seed).permutation(len(ytr))[:32]
+        # while it is active: the side tasks pause between two passes, each starts one pass
+        # inside the profile, and it stays open until each has completed it. The profiled step
+        # is a step on the whole training set: its matrix products take longer than a time
+        # slice, so the offload policy sends them to the device thread (those of a 32-image
+        # step take microseconds and rightly stay on the loop's thread).
         await others.pause()
         with ag.profiler.profile() as prof:
-            others.resume()
+            others.one_pass_each()
             await asyncio.sleep(0)  # the side tasks begin their passes
-            await train_step(model, opt, xtr[idx], ytr[idx])
+            await train_step(model, opt, xtr, ytr)
             await others.until_each_completes(1)
+        stop.set()
+        await tick
+        held = await blocking_lag(others.out, others.weights)
     finally:
         stop.set()
         await others.stop()
@@ -274,10 +350,13 @@ async def main(epochs: int = 15, seed: int = 0, side: int = 3, out_dir: str | Pa
     step_ms = seconds * 1e3 / (epochs * steps_per_epoch)
     print(f"  ({side + 1} busy tasks take turns on one thread: each side pass yields every "
           f"{ag.get_time_slice() * 1e3:.0f} ms time slice, the training loop after each {step_ms:.1f} ms step, "
-          f"so the ticker waits for about one turn of each; a blocking backward would hold the loop "
-          f"for its whole pass)")
+          f"so the ticker waits for about one turn of each)")
+    print(f"  for comparison, one side pass run as a blocking backward (inline, never yielding, as "
+          f"loss.backward() in a torch script) held the loop {held * 1e3:.1f} ms: the ticker's lag "
+          f"for each such pass, every other task waiting as long")
     trace, picture = write_profile(prof, Path(out_dir))
-    print(f"one training step, profiled beside the side passes ({len(prof.events)} node runs):")
+    print(f"one training step on the whole training set, profiled beside the side passes "
+          f"({len(prof.events)} node runs):")
     print(f"  Chrome trace:     {trace}  (open it in https://ui.perfetto.dev or chrome://tracing)")
     print(f"  timeline picture: {picture}")
     return final

@@ -27,7 +27,7 @@ import json
 import os
 from collections import defaultdict
 from time import perf_counter
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ._optional import require
 from .autograd.monitor import NodeEvent, start_profile, stop_profile
@@ -155,10 +155,13 @@ class profile:
         return "\n".join(lines)
 
     # ----- timeline --------------------------------------------------------------------
-    def timeline(self) -> Any:
+    def timeline(self, labels: Mapping[int, str] | None = None) -> Any:
         """A matplotlib ``Figure``: a Gantt row per device and thread, bars colored by graph task.
 
-        Nodes of reentrant passes (depth >= 1) are hatched. A row splits into
+        ``labels`` names passes in the legend, by graph task id: passes given
+        the same name share one color and one legend entry (the passes of one
+        task, say), in the order of ``labels``; the others are listed as
+        ``graph task N``. Nodes of reentrant passes (depth >= 1) are hatched. A row splits into
         stacked lanes where runs overlap: the nodes a reentrant pass runs sit
         above the node that awaits it, as in a flame graph.
         Needs matplotlib (``pip install 'aiograd[viz]'``). It uses no pyplot
@@ -179,8 +182,13 @@ class profile:
             ax.set_yticks([])
             return fig
         t0 = self._origin()
-        order = {gt: i for i, gt in enumerate(dict.fromkeys(ev.graph_task for ev in events))}
-        cmap = colormaps["tab20"]
+        depth_of = {ev.graph_task: ev.depth for ev in events}
+        names = dict(labels or {})
+        for gt in dict.fromkeys(ev.graph_task for ev in events):
+            names.setdefault(gt, f"graph task {gt} (depth {depth_of[gt]})")
+        legend = {name: i for i, name in enumerate(dict.fromkeys(names[gt] for gt in names if gt in depth_of))}
+        order = {gt: legend[names[gt]] for gt in depth_of}
+        cmap = colormaps["tab10"]
         for row, evs in enumerate(tracks.values()):
             lanes = _disjoint_lanes(evs, _MAX_LANES)
             height = 0.8 / len(lanes)
@@ -197,13 +205,11 @@ class profile:
                                    hatch="///" if depth else None)
         ax.set_yticks(range(len(tracks)), [_track_label(evs[0]) for evs in tracks.values()])
         ax.set_ylim(len(tracks) - 0.5, -0.5)
-        depth_of = {ev.graph_task: ev.depth for ev in events}
-        handles = [Patch(color=cmap(i % cmap.N), label=f"graph task {gt} (depth {depth_of[gt]})")
-                   for gt, i in list(order.items())[:12]]
+        handles = [Patch(color=cmap(i % cmap.N), label=name) for name, i in list(legend.items())[:12]]
         if any(ev.depth for ev in events):
             handles.append(Patch(facecolor="white", edgecolor="black", hatch="///", label="reentrant (depth ≥ 1)"))
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small", frameon=False)
-        ax.set_title(f"aiograd profile: {len(events)} node runs in {len(order)} graph tasks")
+        ax.set_title(f"aiograd profile: {len(events)} node runs in {len(depth_of)} graph tasks")
         return fig
 
     # ----- helpers ---------------------------------------------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,9 @@ class RuntimeExports(griffe.Extension):
         if self._mine(pkg.path):
             self._fill_functions(pkg, loader, set())
             _drop_underscored_class_members(pkg)
+            _drop_undocumented_instance_attributes(pkg)
+            _drop_docstrings_of_page_modules(pkg)
+            _public_bases(pkg)
 
     def _fill_functions(self, mod: griffe.Module, loader: griffe.GriffeLoader, seen: set[str]) -> None:
         seen.add(mod.path)
@@ -120,6 +124,70 @@ class RuntimeExports(griffe.Extension):
                 self._fill_functions(sub, loader, seen)  # type: ignore[arg-type]
 
 
+def _drop_undocumented_instance_attributes(obj: griffe.Object) -> None:
+    """Take the instance attributes without a docstring (``self.alpha = alpha`` in a module's
+    ``__init__``) out of the documented tree: the class signature already shows them, and
+    rendered they are empty boxes."""
+    for name, member in list(obj.members.items()):
+        if member.is_alias:
+            continue
+        if obj.is_class and member.is_attribute and "instance-attribute" in member.labels and not member.docstring:
+            obj.del_member(name)
+        elif member.is_module or member.is_class:
+            _drop_undocumented_instance_attributes(member)  # type: ignore[arg-type]
+
+
+def _public_bases(obj: griffe.Object) -> None:
+    """A class's bases as the reference shows them: a private base (``_Inplace``, a helper of
+    its module) is replaced by its own bases (``Module``), so no underscored name is shown."""
+    for member in list(obj.members.values()):
+        if member.is_alias:
+            continue
+        if member.is_class:
+            bases: list[Any] = []
+            todo = list(member.bases)  # type: ignore[union-attr]
+            while todo:
+                base = todo.pop(0)
+                name = str(base)
+                private = obj.members.get(name) if name.startswith("_") else None
+                if private is not None and not private.is_alias and private.is_class:
+                    todo[:0] = list(private.bases)  # type: ignore[union-attr]
+                else:
+                    bases.append(base)
+            member.bases = bases  # type: ignore[union-attr]
+            _public_bases(member)  # type: ignore[arg-type]
+        elif member.is_module:
+            _public_bases(member)  # type: ignore[arg-type]
+
+
+_REFERENCE = Path(__file__).resolve().parent / "reference"
+
+
+def page_modules() -> set[str]:
+    """The modules that have a reference page of their own: a page titled ``# aiograd.X`` whose
+    text introduces the module above its ``::: aiograd.X`` directive."""
+    found = set()
+    for page in _REFERENCE.glob("*.md"):
+        text = page.read_text()
+        title = re.match(r"# ([\w.]+)\s*$", text.split("\n", 1)[0])
+        if title is not None and re.search(rf"(?m)^:::\s+{re.escape(title.group(1))}\s*$", text):
+            found.add(title.group(1))
+    return found
+
+
+def _drop_docstrings_of_page_modules(pkg: griffe.Module) -> None:
+    """The docstring of a module with a page of its own is not rendered: the page's text
+    introduces it (rendered too, the introduction would read twice)."""
+    for path in page_modules():
+        if path == pkg.path or path.startswith(pkg.path + "."):
+            try:
+                mod = pkg[path[len(pkg.path) + 1:]] if path != pkg.path else pkg
+            except KeyError:
+                continue
+            if not mod.is_alias:
+                mod.docstring = None
+
+
 def _drop_underscored_class_members(obj: griffe.Object) -> None:
     """Take class members whose names start with ``_`` (but ``__init__``) out of the documented tree.
 
@@ -136,3 +204,53 @@ def _drop_underscored_class_members(obj: griffe.Object) -> None:
             obj.del_member(name)
         elif member.is_module or member.is_class:
             _drop_underscored_class_members(member)  # type: ignore[arg-type]
+
+
+# ----- internal notes -----------------------------------------------------------------------
+
+# The code cites its invariants as ``NOTE [Name]`` (the comment that explains it, often in
+# another file). Those citations are for people reading the source; on the site they name
+# nothing a reader can open. The patterns below take them out of the rendered docstrings,
+# each with the words that only serve the citation, and keep the sentence around it.
+_NOTE = r"NOTE \[[^\]]+\](?:\s*\([a-z]\)(?:,\s*\([a-z]\))*)?(?:\s+in\s+[\w/]+\.py)?"
+_NOTE_PATTERNS = [
+    # "... (NOTE [X] in f.py)", "(see engine.py NOTE [X])", "(NOTE [Hot loop] (a), (d))"
+    (re.compile(r"\s*\((?:see\s+)?(?:[\w/]+\.py\s+)?" + _NOTE + r"\)"), ""),
+    # "(its nodes: ...; NOTE [X] in f.py)", "(``taps``, NOTE [X])", "(NaN with NaN: NOTE [X])"
+    (re.compile(r"\s*[;,:]\s*(?:see\s+)?" + _NOTE + r"(?=\))"), ""),
+    # "... inline. See NOTE [X] for the caveats." (a sentence of its own)
+    (re.compile(r"\s*\bSee\s+" + _NOTE + r"[^.]*\."), ""),
+    # "NOTE [X]: text" opening a paragraph: the text stays
+    (re.compile(r"(?m)^(\s*)" + _NOTE + r":\s*"), r"\1"),
+    # anything else, in running text ("follow NOTE [X]"): the note's name, as words
+    (re.compile(r"(?:see\s+)?NOTE \[([^\]]+)\](?:\s+in\s+[\w/]+\.py)?"), r"\1"),
+]
+
+
+def strip_internal_notes(text: str) -> str:
+    """``text`` without its ``NOTE [Name]`` citations (see above)."""
+    for pattern, repl in _NOTE_PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _strip_notes(obj: griffe.Object, seen: set[str]) -> None:
+    if obj.path in seen:
+        return
+    seen.add(obj.path)
+    if obj.docstring is not None and "NOTE [" in obj.docstring.value:
+        obj.docstring.value = strip_internal_notes(obj.docstring.value)
+    for member in obj.members.values():
+        if not member.is_alias:
+            _strip_notes(member, seen)  # type: ignore[arg-type]
+
+
+class InternalNotes(griffe.Extension):
+    """Take the code's ``NOTE [Name]`` citations out of the docstrings the reference renders.
+
+    Used from mkdocs.yml as ``docs/_griffe_runtime_exports.py:InternalNotes``, after
+    ``RuntimeExports`` (whose functions made at import time carry docstrings too).
+    """
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        _strip_notes(pkg, set())

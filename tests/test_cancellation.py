@@ -142,3 +142,52 @@ async def test_post_accumulate_hooks_run_only_on_commit(offload_always: None) ->
     await (a * 2).sum().backward()
     assert len(seen) == 1
     np.testing.assert_allclose(seen[0], [2.0, 2.0])
+
+
+class _CancelMyTask(ag.Function):
+    """Identity whose backward cancels the task running the pass: by then the leaves of
+    the branches that ran before it have their gradients staged."""
+
+    @staticmethod
+    def forward(ctx: Any, x: ag.Tensor) -> ag.Tensor:
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx: Any, g: ag.Tensor) -> ag.Tensor:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        return g
+
+
+@pytest.mark.asyncio
+async def test_cancel_after_leaves_were_staged_leaves_every_grad_untouched() -> None:
+    """NOTE [Staged gradients]: a pass cancelled after some leaves' gradients were staged
+    writes none of them (the other cancellation tests cancel before any leaf is reached)."""
+    before = ag.get_offload()
+    ag.set_offload("never")  # the cancelling backward runs on the loop, inside the pass's task
+    try:
+        a = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+        b = ag.tensor([3.0, 4.0], dtype=ag.float64, requires_grad=True)
+        c = ag.tensor([5.0, 6.0], dtype=ag.float64, requires_grad=True)
+        a.grad = ag.tensor([10.0, 20.0], dtype=ag.float64)
+        # Nodes run from the last recorded: the a/c branch first (a's, c's and h's
+        # gradients are staged), then _CancelMyTask, then the long chain before it, whose
+        # time-slice yields see the cancel.
+        y = b
+        for _ in range(20_000):
+            y = y * 1.0
+        y = _CancelMyTask.apply(y)
+        h = a * c
+        h.retain_grad()
+        loss = y.sum() + (h * 2.0).sum()
+        reached: list[str] = []
+        a.register_hook(lambda g: reached.append("a"))
+        c.register_hook(lambda g: reached.append("c"))
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.ensure_future(loss.backward())
+        assert sorted(reached) == ["a", "c"]  # the leaves were reached before the cancel
+        np.testing.assert_array_equal(a.grad.numpy(), [10.0, 20.0])
+        assert b.grad is None and c.grad is None and h.grad is None
+    finally:
+        ag.set_offload(before)

@@ -749,3 +749,20 @@ async def test_a_numpy_gradient_is_taken_as_one_gradient() -> None:
     assert x.grad.tolist() == [2.0, 20.0]
     await ag.backward([(x * 2)], [np.array([1.0, 1.0])])
     assert x.grad.tolist() == [4.0, 22.0]
+
+
+async def test_without_retain_graph_the_pass_frees_the_saved_tensors() -> None:
+    """retain_graph=False (the default without create_graph): each node releases what it
+    saved as it runs, so a second pass through the graph raises torch's error and changes
+    nothing; with retain_graph=True the same graph runs twice (as above)."""
+    x = t64([1.0, 2.0])
+    y = (x * x).sum()
+    await y.backward(retain_graph=False)
+    assert x.grad.tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match=r"Trying to backward through the graph a second time"):
+        await y.backward()
+    assert x.grad.tolist() == [2.0, 4.0]
+    z = (x.exp() * x).sum()
+    await ag.grad(z, [x])  # grad() frees it too
+    with pytest.raises(RuntimeError, match="Specify retain_graph=True"):
+        await ag.grad(z, [x])

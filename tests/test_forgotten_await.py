@@ -183,8 +183,8 @@ def test_backward_sync_never_counts_as_forgotten() -> None:
 
 @pytest.mark.slow
 def test_a_notebook_shows_the_forgotten_await_and_the_next_cell_raises(tmp_path: Any) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    import nbclient
+    import nbformat
     cells = [
         "import aiograd as ag\nw = ag.tensor([1.0, 2.0], requires_grad=True)\nloss = (w * 3).sum()",
         "loss.backward()",  # the last line of a cell: its repr is displayed

@@ -240,3 +240,30 @@ def test_sum_to_reduces_broadcast_gradients(g_shape, shape) -> None:
         if s == 1:
             ref = ref.sum(axis=i, keepdims=True)
     assert np.allclose(r, ref)
+
+
+async def test_a_second_create_graph_backward_adds_to_grad_and_retained_grad() -> None:
+    """accumulate_into_grad / accumulate_into_retained_grad with a Tensor gradient (a pass
+    with ``create_graph``): added to an existing ``.grad``, never put in its place, and the
+    sum keeps a graph. d(x**3)/dx at 3 is 27: two passes give 54, as torch."""
+    x = ag.tensor(3.0, dtype=ag.float64, requires_grad=True)
+    h = x * 1.0
+    h.retain_grad()
+    y = h**3
+    await y.backward(create_graph=True)
+    assert x.grad.item() == 27.0 and h.grad.item() == 27.0
+    first = x.grad
+    await y.backward(create_graph=True)
+    assert x.grad.item() == 54.0 and h.grad.item() == 54.0
+    assert x.grad.grad_fn is not None and h.grad.grad_fn is not None
+    assert first.item() == 27.0  # added out of place: the first gradient, in its graph, is intact
+    # d(.grad)/dx = 2 * d2(x**3)/dx2 = 2 * 6x = 36 at 3
+    (g2,) = await ag.grad(x.grad, [x])
+    assert g2.item() == 36.0
+
+
+async def test_a_plain_backward_after_a_create_graph_one_adds_too() -> None:
+    x = ag.tensor(3.0, dtype=ag.float64, requires_grad=True)
+    await (x**3).backward(create_graph=True)
+    await (x**3).backward()
+    assert x.grad.item() == 54.0

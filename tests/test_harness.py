@@ -289,3 +289,69 @@ def test_harness_end_to_end(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*coroutine 'helper' was never awaited*"])
     result.stdout.fnmatch_lines(["*claimed by both pytest-asyncio*"])
     assert sys.modules.get("uvloop") is uvloop
+
+
+def _test_extra_distributions() -> set[str]:
+    """The distributions ``pip install -e .[test]`` installs: the test extra, the extras it
+    names, and what those require in turn (normalized names)."""
+    from importlib import metadata
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    def requirement(spec: str) -> tuple[str, set[str], str]:
+        m = re.match(r"\s*([A-Za-z0-9._-]+)\s*(?:\[([^\]]*)\])?[^;]*(?:;(.*))?", spec)
+        assert m is not None, spec
+        extras = {e.strip() for e in (m.group(2) or "").split(",") if e.strip()}
+        return norm(m.group(1)), extras, m.group(3) or ""
+
+    # aiograd's own extras from pyproject.toml (the checkout's, installed or not), the rest
+    # from the installed distributions' metadata.
+    text = (HERE.parent / "pyproject.toml").read_text()
+    block = text.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    own = {
+        m.group(1): [q for q in re.findall(r'"([^"]+)"', m.group(2))]
+        for m in re.finditer(r"(?ms)^(\w+) = \[(.*?)^\]", block)
+    }
+    seen: set[str] = set()
+    todo: list[tuple[str, set[str]]] = [("aiograd", {"test"})]
+    while todo:
+        dist, extras = todo.pop()
+        if dist == "aiograd":
+            reqs = [f'{spec}; extra == "{extra}"' if ";" not in spec else spec
+                    for extra in extras for spec in own.get(extra, [])]
+        else:
+            try:
+                reqs = metadata.requires(dist) or []
+            except metadata.PackageNotFoundError:
+                continue
+        for spec in reqs:
+            name, sub_extras, marker = requirement(spec)
+            wanted = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+            if wanted is not None and wanted.group(1) not in extras:
+                continue
+            if name == "aiograd":
+                todo.append((name, sub_extras))
+            elif name not in seen:
+                seen.add(name)
+                todo.append((name, sub_extras))
+    return seen
+
+
+def test_no_test_skips_on_a_package_the_test_extra_installs() -> None:
+    """A test that imports with ``pytest.importorskip`` a package of the test extra would
+    turn a broken install into a silent skip (without scikit-learn the training-accuracy
+    tests skipped): such imports are plain imports, which fail."""
+    from importlib import metadata
+
+    installed = _test_extra_distributions()
+    assert "scikit-learn" in installed and "pytest" in installed
+    providers = metadata.packages_distributions()
+    offenders = []
+    for path in sorted(HERE.glob("**/*.py")):
+        for m in re.finditer(r"importorskip\(\s*['\"]([\w.]+)['\"]", path.read_text()):
+            top = m.group(1).split(".")[0]
+            dists = {re.sub(r"[-_.]+", "-", d).lower() for d in providers.get(top, [top])}
+            if dists & installed:
+                offenders.append(f"{path.relative_to(HERE)}: importorskip({m.group(1)!r})")
+    assert offenders == []

@@ -95,6 +95,29 @@ def test_apply_and_zero_grad():
     assert all(p.grad is None for p in net.parameters())
 
 
+def _grads_with_a_graph_and_read_only(net: nn.Module) -> None:
+    """Give net's first parameter a gradient with a graph of its own (a create_graph pass)
+    and every other one a read-only gradient (a broadcast view)."""
+    first, *rest = net.parameters()
+    (first * first).sum().backward_sync(create_graph=True)
+    assert first.grad.grad_fn is not None
+    for p in rest:
+        p.grad = ag.ones(1).expand(*p.shape)
+        assert not p.grad.detach().numpy().flags.writeable
+
+
+def test_zero_grad_without_set_to_none_zeroes_grads_with_a_graph_or_read_only():
+    """As torch: a gradient with a graph is detached, a read-only one replaced; each ends
+    all zeros, with no graph and not requiring grad."""
+    net = Net()
+    _grads_with_a_graph_and_read_only(net)
+    net.zero_grad(set_to_none=False)
+    for p in net.parameters():
+        assert p.grad is not None and p.grad.shape == p.shape
+        assert p.grad.grad_fn is None and not p.grad.requires_grad
+        assert not p.grad.detach().numpy().any()
+
+
 def test_sequential_indexing_and_repr():
     seq = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     assert len(seq) == 3 and isinstance(seq[-1], nn.Linear)
@@ -209,13 +232,12 @@ def test_layer_norm_module_defaults():
 
 
 def test_gelu_module_uses_elementwise_gelu():
-    if not hasattr(ag.ops.elementwise, "gelu"):
-        pytest.skip("gelu not available yet in aiograd.ops.elementwise")
     x = ag.tensor([-1.0, 0.0, 1.0])
     from math import erf, sqrt
 
     ref = [v * 0.5 * (1 + erf(v / sqrt(2))) for v in (-1.0, 0.0, 1.0)]
     np.testing.assert_allclose(nn.GELU()(x).detach().numpy(), ref, rtol=1e-5)
+    np.testing.assert_array_equal(nn.GELU()(x).detach().numpy(), ag.ops.elementwise.gelu(x).detach().numpy())
 
 
 def test_dropout_module_respects_training_flag():

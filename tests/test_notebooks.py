@@ -11,6 +11,7 @@ executing, here and when the committed outputs are regenerated.
 
 from __future__ import annotations
 
+import re
 import shutil
 import types
 from pathlib import Path
@@ -18,9 +19,10 @@ from typing import Any
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+# The test extra installs these: a plain import fails where a skip would hide a broken install.
+import ipykernel  # noqa: F401  # the kernel the notebooks run on
+import nbclient  # noqa: F401
+import nbformat
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = ["01-quickstart", "02-async-backward", "03-train-digits", "04-custom-functions-and-checkpointing",
@@ -74,3 +76,33 @@ def test_notebook_is_committed_with_outputs_and_no_volatile_metadata(path: Path)
     assert not [cell.id for cell in code if "execution" in cell.metadata], "timings: run it with run_notebooks.py"
     markdown = [cell for cell in nb.cells if cell.cell_type == "markdown"]
     assert len(markdown) >= len(code) // 2, "a few sentences of prose per step"
+
+
+_NODE_NAME = re.compile(r"`(\w+Backward\d+|AccumulateGrad)`")
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
+def test_the_graph_nodes_a_text_names_are_in_the_picture_below_it(path: Path) -> None:
+    """A markdown cell that names backward nodes (``AddmmBackward0``) above a cell whose saved
+    output is a graph picture (SVG): the picture shows each node named."""
+    cells = nbformat.read(path, as_version=4).cells
+    for text, code in zip(cells, cells[1:]):
+        if text.cell_type != "markdown" or code.cell_type != "code":
+            continue
+        svgs = ["".join(out["data"]["image/svg+xml"]) for out in code.outputs if "image/svg+xml" in out.get("data", {})]
+        names = set(_NODE_NAME.findall("".join(text.source)))
+        if svgs and names:
+            shown = set(re.findall(r">([\w.]+)</text>", svgs[0]))
+            assert names <= shown, f"named in the text but not in the picture: {sorted(names - shown)}"
+
+
+def test_the_two_devices_notebook_says_what_its_measurement_shows() -> None:
+    """05 times one device against two: its saved output states the speedup it measured and,
+    under it, the case it met (faster, or no gain on a busy machine), as the text explains."""
+    nb = nbformat.read(NOTEBOOKS / "05-devices-and-trace.ipynb", as_version=4)
+    printed = "".join(out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs)
+    m = re.search(r"\((\d+\.\d+)x; ", printed)
+    assert m is not None, "the speedup line"
+    verdict = "two devices: faster" if float(m.group(1)) >= 1.15 else "two devices: no gain on this machine"
+    assert verdict in printed
+    assert re.search(r"computed at the same time for \d+\.\d+ ms", printed)

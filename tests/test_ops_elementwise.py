@@ -647,3 +647,18 @@ def test_a_number_as_input_gives_a_0d_tensor_as_torch(op: str) -> None:
     assert ints.dtype == (ag.float32 if op in ("div", "true_divide") else ag.int64)
     with pytest.raises(TypeError, match=rf"{op if op != 'true_divide' else 'div'}\(\): argument 'input' \(position 1\) must be Tensor, not str"):
         fn("x", 2)
+
+
+async def test_div_gradient_with_respect_to_both_operands():
+    """d(a/b) = g/b and -g*a/b**2, with broadcasting and a number on either side (also
+    checked by div's rows in op_rows.py; here so that this file catches a wrong formula)."""
+    a = _t([[0.5, -1.5, 2.5], [1.0, 3.0, -0.25]])
+    b = _t([0.8, -1.2, 2.0])
+    assert await ag.gradcheck(lambda p, q: p / q, (a, b))
+    assert await ag.gradgradcheck(lambda p, q: ag.div(p, q), (a, b))
+    assert await ag.gradcheck(lambda q: 3.0 / q, (b,))
+    y = (a / b).sum()
+    ga, gb = await ag.grad(y, [a, b])
+    an, bn = a.detach().numpy(), b.detach().numpy()
+    np.testing.assert_allclose(ga.numpy(), np.broadcast_to(1 / bn, an.shape))
+    np.testing.assert_allclose(gb.numpy(), (-an / bn**2).sum(0))

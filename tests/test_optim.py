@@ -437,6 +437,21 @@ def test_zero_grad():
     assert p.grad is None
 
 
+def test_zero_grad_without_set_to_none_zeroes_grads_with_a_graph_or_read_only():
+    """As torch: a gradient with a graph is detached, a read-only one (a broadcast view)
+    replaced; each ends all zeros, with no graph and not requiring grad."""
+    p = nn.Parameter(ag.ones(2))
+    q = nn.Parameter(ag.ones(2))
+    (p * p).sum().backward_sync(create_graph=True)
+    assert p.grad.grad_fn is not None
+    q.grad = ag.ones(1).expand(2)
+    assert not q.grad.numpy().flags.writeable
+    optim.SGD([p, q], lr=0.1).zero_grad(set_to_none=False)
+    for t in (p, q):
+        assert t.grad.grad_fn is None and not t.grad.requires_grad
+        np.testing.assert_array_equal(t.grad.numpy(), [0, 0])
+
+
 def test_param_groups_and_add_param_group():
     a, b, c = (nn.Parameter(ag.ones(1)) for _ in range(3))
     opt = optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.5}], lr=0.1, momentum=0.9)

@@ -331,3 +331,48 @@ def test_timeline_without_matplotlib_names_the_extra(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     with pytest.raises(ModuleNotFoundError, match=r"profile\.timeline\(\) needs .*'matplotlib'.*pip install 'aiograd\[viz\]'"):
         profile().timeline()
+
+
+async def test_inline_node_runs_of_concurrent_passes_never_overlap() -> None:
+    """A node that would overrun its time slice yields before it runs (engine's NOTE [Hot loop] (g)):
+    its event starts after the yield, so the runs on the loop's thread of passes taking turns are
+    disjoint (one lane a thread on the timeline), as they ran."""
+    rng = np.random.default_rng(0)
+
+    def chain() -> ag.Tensor:
+        h = ag.tensor(rng.standard_normal((192, 192), dtype=np.float32))
+        for _ in range(12):
+            w = rng.standard_normal((192, 192), dtype=np.float32) / np.float32(14.0)
+            h = (h @ ag.tensor(w, requires_grad=True)).tanh()
+        return h.sum()
+
+    for _ in range(3):
+        await chain().backward()  # the offload policy learns what a matrix product costs
+    losses = [chain() for _ in range(3)]
+    with profile() as prof:
+        async with anyio.create_task_group() as tg:
+            for loss in losses:
+                tg.start_soon(loss.backward)
+    runs = sorted((ev.start, ev.end, ev.name) for ev in prof.events if not ev.offloaded)
+    assert len({ev.graph_task for ev in prof.events}) == 3
+    overlaps = [(a, b) for a, b in zip(runs, runs[1:]) if b[0] < a[1]]
+    assert overlaps == []
+
+
+async def test_timeline_labels_name_passes_and_share_colors_by_name() -> None:
+    """``labels`` names passes by graph task: one legend entry and one color a name (the
+    passes of one task), in the order given; unnamed passes keep ``graph task N``."""
+    xs = [ag.tensor(np.linspace(0, 1, 8), requires_grad=True) for _ in range(3)]
+    with profile() as prof:
+        for x in xs:
+            await (x.sin() * 2).sum().backward()
+    gts = list(dict.fromkeys(ev.graph_task for ev in prof.events))
+    assert len(gts) == 3
+    fig = prof.timeline(labels={gts[2]: "worker", gts[0]: "worker"})
+    (ax,) = fig.axes
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["worker", f"graph task {gts[1]} (depth 0)"]
+    worker, other = (h.get_facecolor() for h in legend.legend_handles)
+    assert worker != other
+    bar_colors = {tuple(c.get_facecolor()[0]) for c in ax.collections}
+    assert bar_colors == {tuple(worker), tuple(other)}

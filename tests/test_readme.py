@@ -57,7 +57,10 @@ def test_the_readme_says_how_to_install_aiograd_into_a_project() -> None:
 
 
 def test_the_readme_opens_with_the_commands_a_picture_the_example_and_links_to_notebooks_and_docs() -> None:
+    """What aiograd is (its first paragraph), then the two commands, a picture, the example."""
     readme = (ROOT / "README.md").read_text()
+    assert readme.startswith("**aiograd** is ")
+    assert readme.index("**aiograd** is ") < readme.index("```")
     first_block = re.search(r"```\w*\n(.*?)```", readme, re.S)
     assert first_block is not None and first_block.group(1).split() == ["make", "demo", "make", "test"]
     pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme)

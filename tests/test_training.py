@@ -4,18 +4,20 @@ accuracy on scikit-learn's bundled digits (fixed split, seeded, bounded epochs).
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sklearn  # noqa: F401  # the test extra installs it: missing, these tests fail (not skip)
 
 import aiograd as ag
 from aiograd import nn, optim
 from aiograd.demo import accuracy, load_digits_split, mlp, train
-
-pytest.importorskip("sklearn")
 
 # one loop backend: these are about the numbers, not about the scheduler
 one_loop = pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -78,13 +80,37 @@ async def test_demo_trains_beside_side_passes_and_writes_its_trace_and_timeline(
     assert acc >= 0.95 and np.isfinite(acc)
     assert "final test accuracy" in out and "side backward passes ran on the same loop" in out
     assert re.search(r"event-loop lag during training .* p99 \d+\.\d+ ms", out)
+    assert re.search(r"as a blocking backward .* held the loop \d+\.\d+ ms", out)
     trace, picture = tmp_path / "out" / "trace.json", tmp_path / "out" / "timeline.png"
     assert str(trace) in out and str(picture) in out
     events = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
     tasks = {e["args"]["graph_task"] for e in events}
     step = {e["args"]["graph_task"] for e in events if e["name"] == "NllLossBackward0"}
     assert len(step) == 1 and len(tasks) >= 3  # the training step and both side tasks' passes
+    # What the picture claims: every matrix product, the training step's and the side passes',
+    # ran on the device thread; the loop's thread ran the others, one run at a time.
+    products = [e for e in events if e["name"] in ("AddmmBackward0", "MmBackward0")]
+    assert {e["args"]["graph_task"] for e in products} == tasks
+    assert all(e["args"]["offloaded"] for e in products)
+    inline = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if not e["args"]["offloaded"])
+    assert inline and all(b[0] >= a[1] - 1e-3 for a, b in zip(inline, inline[1:]))
     assert picture.read_bytes().startswith(b"\x89PNG")
+
+
+def test_demo_writes_plain_lines_when_its_output_is_not_a_terminal(tmp_path):
+    """In a log (stdout and stderr pipes) the progress bar is left out: no carriage returns,
+    each epoch line on a line of its own."""
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run(
+        [sys.executable, "-m", "aiograd.demo", "--epochs", "2", "--side-passes", "1", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=300, check=True,
+    )
+    out = run.stdout.decode()
+    assert "\r" not in out
+    epochs = [line for line in out.splitlines() if "test accuracy" in line and "epoch " in line[:6]]
+    assert [line.split()[:2] for line in epochs] == [["epoch", "1"], ["epoch", "2"]]
+    assert "blocking backward" in out
 
 
 def test_demo_output_is_git_ignored():

@@ -224,7 +224,7 @@ def grad(
     Inside a running event loop this returns a coroutine: ``gx, = await ag.grad(y, [x])``.
     Where no loop runs in this thread, the pass completes first and the tuple of
     gradients is returned, as in torch (NOTE [Sync outside a loop]). ``progress``:
-    as for :func:`backward`.
+    as for ``backward``.
     """
     args = (outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, is_grads_batched,
             materialize_grads)
@@ -302,16 +302,39 @@ def _refuse_in_loop(name: str) -> None:
         )
 
 
-def backward_sync(*args: Any, **kwargs: Any) -> None:
-    """Blocking ``backward`` for code outside an event loop.
+def backward_sync(
+    tensors: TensorOrTensors,
+    grad_tensors: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    inputs: TensorOrTensors | None = None,
+    *,
+    progress: bool | Callable[[int, int], Any] | None = None,
+) -> None:
+    """Blocking ``backward`` for code outside an event loop (its arguments are ``backward``'s).
 
     The pass runs on the calling thread without starting an event loop
     (NOTE [Loop-free passes] in _aio.py)."""
     _refuse_in_loop("backward_sync")
-    run_without_loop(lambda: run_backward(*args, **kwargs))
+    args = (tensors, grad_tensors, retain_graph, create_graph, inputs)
+    run_without_loop(lambda: run_backward(*args, progress=progress))
 
 
-def grad_sync(*args: Any, **kwargs: Any) -> tuple["Tensor | None", ...]:
-    """Blocking ``grad`` for code outside an event loop (no event loop is started either)."""
+def grad_sync(
+    outputs: TensorOrTensors,
+    inputs: TensorOrTensors,
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+    *,
+    progress: bool | Callable[[int, int], Any] | None = None,
+) -> tuple["Tensor | None", ...]:
+    """Blocking ``grad`` for code outside an event loop (no event loop is started either; its
+    arguments are ``grad``'s)."""
     _refuse_in_loop("grad_sync")
-    return run_without_loop(lambda: run_grad(*args, **kwargs))  # type: ignore[no-any-return]
+    args = (outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, is_grads_batched,
+            materialize_grads)
+    return run_without_loop(lambda: run_grad(*args, progress=progress))  # type: ignore[no-any-return]

@@ -820,6 +820,7 @@ class Engine:
                             t0 = perf_counter()
                             deadline = t0 + _time_slice
                             countdown = _CHECK_EVERY
+                            started = t0  # the node's run starts now: the turns of other passes are not its time
                         c0 = kernel_clock()
                         outputs = node.apply(grads)
                         offload_policy.observe(node, kernel_clock() - c0)
