@@ -160,11 +160,32 @@ class Agent:
     def worker_names(self) -> list[str]:
         return sorted(self.directory, key=natural_key)
 
+    def known_address(self, to: str) -> str | None:
+        """The address of the process named ``to``, if this one knows it (NOTE [Reaching the driver])."""
+        if to == self.name:
+            return self.address
+        address = self.directory.get(to)
+        if address is not None:
+            return address
+        # NOTE [Reaching the driver]: drivers are no Dask workers, so the scheduler's
+        # directory lacks them; a worker knows a driver once it served a request of
+        # it. The origin of the current context comes first (with several drivers
+        # attached, it is the driver this work is for), then the latest caller.
+        ctx = _current_context.get()
+        if ctx is not None and ctx.origin[0] == to:
+            return ctx.origin[1]
+        for address, name in reversed(list(self.names.items())):
+            if name == to:
+                lost = self._lost.get(address)
+                if lost is None or not lost.done():
+                    return address
+        return None
+
     async def resolve(self, to: str) -> str:
-        """The address of worker ``to`` (the scheduler is asked again when the name is not known)."""
+        """The address of process ``to`` (the scheduler is asked again when the name is not known)."""
         if not isinstance(to, str):
             raise TypeError(f"the destination must be a worker name (str), got {type(to).__name__}")
-        address = self.directory.get(to)
+        address = self.known_address(to)
         if address is None:
             await self.refresh_directory()
             address = self.directory.get(to)

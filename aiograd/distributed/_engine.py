@@ -43,7 +43,7 @@ from ..autograd.monitor import pass_monitor
 from ..autograd.graph import GraphRoot, Node
 from ..tensor import Tensor
 from ._errors import rebuild_exception
-from ._state import _current_part, current_agent, require_asyncio, run_shielded
+from ._state import _current_part, awaitable_or_run, current_agent, require_asyncio, run_shielded
 from .context import DistContext
 
 if TYPE_CHECKING:
@@ -208,14 +208,24 @@ def _roots(roots: Sequence[Tensor]) -> tuple[list[Any], list[Any]]:
     return edges, validate_outputs(edges, grads)
 
 
-async def backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool = False) -> None:
+def backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool = False) -> Any:
     """Run the distributed backward pass of ``context_id`` from ``roots`` (scalars) on every process.
+
+    ``await dist.backward(...)`` under an event loop; in a thread that runs
+    none (a plain remote function), it blocks until the pass is done, as
+    torch's (NOTE [Blocking calls]).
 
     Gradients accumulate in the context (``dist.get_gradients``), never in
     ``.grad``; the call returns when every process's part is done and
     committed. ``retain_graph=True`` keeps the graph for another pass, whose
     gradients add up.
     """
+    return awaitable_or_run(
+        "dist.backward", "await dist.backward(context_id, roots)", _backward(context_id, roots, retain_graph)
+    )
+
+
+async def _backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool) -> None:
     require_asyncio("dist.backward")
     agent = current_agent()
     ctx = agent.context(context_id)

@@ -11,8 +11,11 @@ each one travels as its own frame of the Dask message (zero copy on both
 ends); ``Payload`` is registered with Dask's serialization and carries those
 frames. A small value (under ``INLINE_BYTES``) skips that machinery and
 travels as a list of bytes inside Dask's msgpack message: the copy is
-cheaper than the per-object serialization for a few hundred bytes. Tensors that do not cross with autograd arrive detached
-(``requires_grad=False``). The receiver decodes the value in its own handler
+cheaper than the per-object serialization for a few hundred bytes. A tensor that does not
+cross with autograd (outside a context, under ``no_grad``, in gradients)
+arrives as a fresh leaf that keeps its ``requires_grad`` flag, as pickling
+does (NOTE [Pickled tensors] in tensor.py): the parameters of a module
+fetched from a parameter server still require grad. The receiver decodes the value in its own handler
 (not in Dask's comm layer), so a failure to unpickle is reported like any
 remote error, with the worker's name.
 """
@@ -57,7 +60,7 @@ class _Pickler(cloudpickle.Pickler):
         grad = self.with_grad and obj._requires_grad
         if grad:
             self.crossing.append(obj)
-        return ("t", i, obj._data, obj._device, grad, isinstance(obj, Parameter))
+        return ("t", i, obj._data, obj._device, grad, isinstance(obj, Parameter), obj._requires_grad)
 
 
 class _Unpickler(pickle.Unpickler):
@@ -69,13 +72,15 @@ class _Unpickler(pickle.Unpickler):
     def persistent_load(self, pid: Any) -> Any:
         if len(pid) == 2:
             return self.table[pid[1]]
-        _, _, arr, device, grad, parameter = pid
+        _, _, arr, device, grad, parameter, requires_grad = pid
         if not arr.flags.writeable:
             arr = arr.copy()
+        leaf_requires_grad = bool(requires_grad) and not grad  # a crossing tensor gets its RecvRpcBackward
         if parameter:
-            t: Tensor = Parameter(Tensor._wrap(arr, device), requires_grad=False)
+            t: Tensor = Parameter(Tensor._wrap(arr, device), requires_grad=leaf_requires_grad)
         else:
             t = Tensor._wrap(arr, device)
+            t._requires_grad = leaf_requires_grad
         self.table.append(t)
         if grad:
             self.crossing.append(t)

@@ -30,8 +30,22 @@ def test_parameters_stay_parameters_and_arrays_arrive_writeable() -> None:
     payload, crossing = encode([p, np.arange(3.0)], with_grad=False)
     assert crossing == []
     (q, arr), received = payload.decode()
-    assert isinstance(q, ag.nn.Parameter) and not q.requires_grad and received == []
+    assert isinstance(q, ag.nn.Parameter) and q.requires_grad and q.grad_fn is None and received == []
     assert q._data.flags.writeable and arr.flags.writeable
+
+
+def test_outside_autograd_a_tensor_arrives_as_a_fresh_leaf_keeping_requires_grad() -> None:
+    # NOTE [Pickled tensors]: as pickle does, both ways; the graph and .grad stay behind.
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    x.grad = ag.ones(2)
+    frozen = ag.nn.Parameter(ag.tensor([3.0]), requires_grad=False)
+    payload, crossing = encode((x, x * 2.0, ag.tensor([1.0]), frozen), with_grad=False)
+    assert crossing == []
+    (a, b, c, d), _ = payload.decode()
+    assert a.requires_grad and a.is_leaf and a.grad is None
+    assert b.requires_grad and b.is_leaf and b.grad_fn is None
+    assert not c.requires_grad
+    assert isinstance(d, ag.nn.Parameter) and not d.requires_grad
 
 
 def test_small_values_travel_inline_and_large_ones_as_frames() -> None:
