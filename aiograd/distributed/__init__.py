@@ -22,7 +22,7 @@ from ._engine import backward
 from ._errors import WorkerLostError
 from .context import context, debug_info, get_gradients
 from .optimizer import DistributedOptimizer
-from .rpc import Future, RRef, parameter_rrefs, remote, rpc_async, rpc_sync
+from .rpc import Future, RRef, parameter_rrefs, remote, rpc_async, rpc_sync, worker_local
 
 __all__ = [
     "init",
@@ -34,6 +34,7 @@ __all__ = [
     "rpc_async",
     "rpc_sync",
     "Future",
+    "worker_local",
     "remote",
     "RRef",
     "parameter_rrefs",

@@ -35,7 +35,9 @@ from ._rref_store import RRefStore
 from ._state import _current_agent, _current_context, _current_part
 from .context import DistContext
 
-__all__ = ["Agent", "natural_key"]
+__all__ = ["Agent", "natural_key", "LOST_KEPT_S"]
+
+LOST_KEPT_S = 60.0  # how long a departed process's name and lost-future are kept (NOTE [Deadlines and lost workers])
 
 
 def natural_key(name: str) -> list[Any]:
@@ -67,7 +69,9 @@ class Agent:
         self.names: dict[str, str] = {address: name}  # address -> name, of every process seen
         self.clients: dict[str, str] = {}  # Dask client id -> address of that driver
         self.rrefs = RRefStore(address)
+        self.local_state: dict[str, Any] = {}  # dist.worker_local's values (NOTE [Functions sent by value])
         self._lost: dict[str, asyncio.Future[None]] = {}  # NOTE [Deadlines and lost workers]
+        self._unresponsive: set[str] = set()  # addresses whose last request ran past its deadline
         self._prefix = secrets.randbits(31) << 32
         self._counter = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
@@ -123,11 +127,31 @@ class Agent:
         }
 
     async def release_context(self, ctx: DistContext) -> None:
-        """Release ``ctx`` here and on every process it reached (the origin leaving ``dist.context()``)."""
+        """Release ``ctx`` here and on every process it reached (the origin leaving ``dist.context()``).
+
+        NOTE [Releasing past a failed peer]: a peer whose last request ran past
+        its deadline (its event loop is blocked: an ``async def`` remote
+        function calling ``time.sleep``, a hung native call) or that left is
+        released in the background, bounded by ``rpc_timeout``: leaving the
+        context never waits on a peer that already failed. It drops the
+        context when its loop runs again (or with the driver's client).
+        """
         await self._drop_context(ctx.id)
-        await asyncio.gather(
-            *(self.request(a, "aiograd_release", ctx_id=ctx.id) for a in list(ctx.peers)), return_exceptions=True
-        )
+        waited: list[str] = []
+        later: list[str] = []
+        for a in list(ctx.peers):
+            lost = self._lost.get(a)
+            (later if a in self._unresponsive or (lost is not None and lost.done()) else waited).append(a)
+        for a in later:
+            self.spawn(self._release_quietly(a, ctx.id))
+        await asyncio.gather(*(self.request(a, "aiograd_release", ctx_id=ctx.id) for a in waited),
+                             return_exceptions=True)
+
+    async def _release_quietly(self, address: str, context_id: int) -> None:
+        try:
+            await self.request(address, "aiograd_release", ctx_id=context_id)
+        except Exception:
+            pass  # gone for good, or still stuck: it drops the context with the driver's client
 
     async def _drop_context(self, context_id: int) -> None:
         ctx = self.contexts.pop(context_id, None)
@@ -218,13 +242,16 @@ class Agent:
             raise
         if call.done():
             try:
-                return call.result()
+                reply = call.result()
             except OSError as e:  # CommClosedError, refused or reset connections
                 raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
+            self._unresponsive.discard(address)
+            return reply
         call.cancel()
         await asyncio.gather(call, return_exceptions=True)
         if lost.done():
             raise WorkerLostError(name, "it left the cluster")
+        self._unresponsive.add(address)  # NOTE [Releasing past a failed peer]
         raise TimeoutError(f"RPC to {name} ({op}) ran for more than the set timeout ({limit:g} s)")
 
     async def call(
@@ -488,11 +515,23 @@ class Agent:
         for n, a in list(self.directory.items()):
             if a == address:
                 del self.directory[n]
+        for client, a in list(self.clients.items()):
+            if a == address:
+                del self.clients[client]
+        self._unresponsive.discard(address)
+        # Its name and lost-future stay a while, so that late errors still name it; then they go
+        # (a cluster whose workers come and go must not grow these maps forever).
+        self.loop.call_later(LOST_KEPT_S, self._forget_departed, address, fut)
         for ctx in list(self.contexts.values()):
             if ctx.origin[1] == address:
                 self.spawn(self._drop_context(ctx.id))
             elif ctx.part is not None and ctx.part.initiator[1] == address:
                 ctx.part.fail(WorkerLostError(name, "it started this backward pass and left the cluster"))
+
+    def _forget_departed(self, address: str, fut: "asyncio.Future[None]") -> None:
+        if self._lost.get(address) is fut and address not in self.directory.values():
+            del self._lost[address]
+            self.names.pop(address, None)
 
     # ----- lifetime ---------------------------------------------------------------------------
     def spawn(self, coro: Any) -> "asyncio.Task[Any]":
@@ -508,6 +547,7 @@ class Agent:
         for cid in list(self.contexts):
             await self._drop_context(cid)
         self.rrefs.clear()
+        self.local_state.clear()
         tasks = list(self._background)
         for t in tasks:
             t.cancel()

@@ -77,6 +77,12 @@ async def init(
     if address is None and not (isinstance(n_workers, int) and n_workers >= 1):
         raise ValueError(f"n_workers must be a positive int, got {n_workers!r}")
     _import_dask()
+    if address is not None and security is None and str(address).startswith("tls://"):
+        raise ValueError(
+            f"{address} is a TLS scheduler: pass the driver's certificates, "
+            "dist.init(address=..., security=distributed.security.Security(tls_ca_file=..., "
+            "tls_client_cert=..., tls_client_key=..., require_encryption=True))"
+        )
     from distributed import Client, LocalCluster
     from distributed.comm.addressing import get_address_host, parse_address
     from distributed.core import Server

@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dis
 import sys
+import threading
+import types
+import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 from .._aio import running_loop_kind
@@ -28,7 +32,73 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from .context import DistContext
 
-__all__ = ["rpc_async", "rpc_sync", "remote", "RRef", "parameter_rrefs", "Future"]
+__all__ = ["rpc_async", "rpc_sync", "remote", "RRef", "parameter_rrefs", "Future", "worker_local"]
+
+
+# NOTE [Functions sent by value]: a function defined in ``__main__``, a notebook or a
+# module registered with ``cloudpickle.register_pickle_by_value`` travels by value,
+# and each call unpickles it with a fresh copy of the globals it uses. A global it
+# assigns on a worker is therefore gone at the next call: the parameter-server
+# singleton of torch's examples (``global param_server``) silently becomes one
+# server per call. ``worker_local`` is the per-process state that persists; calls
+# that send such a function warn once per function.
+_checked_code: set[types.CodeType] = set()
+
+
+def _stored_globals(code: types.CodeType) -> list[str]:
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.update(_stored_globals(const))
+    return sorted(names)
+
+
+def _sent_by_value(func: Any) -> bool:
+    try:
+        from cloudpickle.cloudpickle import _should_pickle_by_reference
+    except ImportError:  # pragma: no cover - another cloudpickle
+        return getattr(func, "__module__", None) == "__main__"
+    try:
+        return not _should_pickle_by_reference(func)
+    except Exception:  # pragma: no cover - cloudpickle refuses the object: it says so when sending
+        return False
+
+
+def _warn_if_it_assigns_globals(func: Any) -> None:
+    """Warn once per function (NOTE [Functions sent by value])."""
+    code = getattr(func, "__code__", None)
+    if not isinstance(code, types.CodeType) or code in _checked_code:
+        return
+    _checked_code.add(code)
+    names = _stored_globals(code)
+    if names and _sent_by_value(func):
+        warnings.warn(
+            f"{func.__qualname__} assigns the global(s) {', '.join(names)} and travels by value (it is defined in "
+            f"{func.__module__}): each remote call runs it with a fresh copy of those globals, so the assignment "
+            "is lost after the call and a singleton made this way is a new one at every call. Keep per-worker state "
+            "in dist.worker_local(key, factory), or keep the object on one process and pass an RRef to it",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+_local_lock = threading.Lock()
+
+
+def worker_local(key: str, factory: Callable[[], Any]) -> Any:
+    """The value this process keeps under ``key``, made by ``factory()`` on first use (thread-safe).
+
+    Per-process state that persists across remote calls, for functions that
+    travel by value (NOTE [Functions sent by value]): a parameter server's
+    singleton is ``dist.worker_local("ps", ParameterServer)`` inside a remote
+    function. It lives as long as the worker's agent (the driver's: until
+    ``dist.shutdown``).
+    """
+    state = current_agent().local_state
+    with _local_lock:
+        if key not in state:
+            state[key] = factory()
+        return state[key]
 
 
 async def _rpc(
@@ -86,6 +156,7 @@ def rpc_async(
     from a worker serving the driver. ``timeout`` (seconds, default
     ``rpc_timeout``) bounds the call: past it, ``TimeoutError``.
     """
+    _warn_if_it_assigns_globals(func)
     return _async_anywhere("dist.rpc_async", _rpc(to, func, args, kwargs, timeout))
 
 
@@ -100,6 +171,7 @@ def rpc_sync(
     event loop it raises, pointing at ``await dist.rpc_async(...)``: waiting
     there would block the loop the reply needs (NOTE [Blocking calls]).
     """
+    _warn_if_it_assigns_globals(func)
     return run_blocking("dist.rpc_sync", "await dist.rpc_async(...)", _rpc(to, func, args, kwargs, timeout))
 
 
@@ -268,6 +340,7 @@ def remote(
     Errors of the call are raised by ``to_here()`` / ``rpc_async()`` on the
     RRef. Callable from the event loop or from a plain remote function's thread.
     """
+    _warn_if_it_assigns_globals(func)
     agent = current_agent()
     address = agent.known_address(to) if isinstance(to, str) else None
     if address is None:

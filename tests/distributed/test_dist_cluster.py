@@ -126,8 +126,17 @@ async def _kill_and_expect_lost(worker: str, pending: "asyncio.Future[object]") 
 
 
 @pytest.mark.asyncio
-async def test_a_killed_worker_fails_rpc_and_backward_within_10_s() -> None:
+async def test_joining_a_tls_scheduler_without_security_says_what_to_pass() -> None:
+    with pytest.raises(ValueError, match=r"TLS scheduler: pass the driver's certificates, .*security=.*Security\(tls_ca_file"):
+        await dist.init(address="tls://127.0.0.1:1")
+
+
+@pytest.mark.asyncio
+async def test_a_killed_worker_fails_rpc_and_backward_within_10_s(monkeypatch: pytest.MonkeyPatch) -> None:
     """Destructive: its own cluster, of three workers (one per way of leaving)."""
+    import aiograd.distributed._agent as agent_module
+
+    monkeypatch.setattr(agent_module, "LOST_KEPT_S", 0.5)  # departed workers leave the driver's maps
     await dist.init(n_workers=3)
     try:
         # A killed process: its connections break at once.
@@ -161,7 +170,16 @@ async def test_a_killed_worker_fails_rpc_and_backward_within_10_s() -> None:
             await wait_until_started(recorder)
             await _kill_and_expect_lost("worker2", task)
             assert dist.debug_info()["num_current_backward_passes"] == 0
+            t0 = time.monotonic()
+        assert time.monotonic() - t0 < 1.0  # the release does not wait on the lost worker
         assert dist.debug_info() == {"num_current_backward_passes": 0, "num_autograd_contexts": 0}
+        agent = dist_process().driver.agent  # type: ignore[attr-defined]
+        for _ in range(100):
+            if not agent._lost and set(agent.names.values()) == {"driver"}:
+                break
+            await asyncio.sleep(0.05)
+        assert agent._lost == {} and set(agent.names.values()) == {"driver"}
+        assert dist.workers() == []
     finally:
         await dist.shutdown()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -293,3 +294,51 @@ async def test_get_worker_info(dist_cluster: str) -> None:
     assert await dist.rpc_async("worker1", info_here) == (("worker1", 2), ("driver", 0), 1)
     with pytest.raises(RuntimeError, match="could not find destination name 'nobody'"):
         dist.get_worker_info("nobody")
+
+
+# ----- functions sent by value, per-worker state (NOTE [Functions sent by value]) -----------------
+
+_SERVER: Counter | None = None
+
+
+def singleton_by_global() -> int:
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = Counter(0)
+    return _SERVER.add(1)
+
+
+def singleton_by_worker_local() -> int:
+    return dist.worker_local("test_dist_rpc.counter", lambda: Counter(0)).add(1)
+
+
+async def test_a_by_value_function_assigning_a_global_warns_and_worker_local_persists(dist_cluster: str) -> None:
+    from aiograd.distributed import rpc
+
+    rpc._checked_code.discard(singleton_by_global.__code__)
+    with pytest.warns(RuntimeWarning, match=r"singleton_by_global assigns the global\(s\) _SERVER and travels by value"):
+        first = await dist.rpc_async("worker0", singleton_by_global)
+    assert (first, await dist.rpc_async("worker0", singleton_by_global)) == (1, 1)  # a fresh copy each call
+    counts = [await dist.rpc_async("worker1", singleton_by_worker_local) for _ in range(3)]
+    assert counts == [counts[0], counts[0] + 1, counts[0] + 2]
+
+
+# ----- leaving a context past a peer that timed out (NOTE [Releasing past a failed peer]) ----------
+
+
+async def blocks_its_loop(seconds: float) -> str:
+    time.sleep(seconds)  # the mistake: a blocking call in an async remote function
+    return "done"
+
+
+async def test_leaving_a_context_does_not_wait_for_a_peer_that_timed_out(dist_cluster: str) -> None:
+    async with dist.context():
+        with pytest.raises(TimeoutError, match="worker0"):
+            await dist.rpc_async("worker0", blocks_its_loop, args=(2.0,), timeout=0.3)
+        t0 = time.monotonic()
+    assert time.monotonic() - t0 < 1.0
+    for _ in range(200):  # worker0 releases it once its loop runs again
+        if (await dist.rpc_async("worker0", dist.debug_info))["num_autograd_contexts"] == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert (await dist.rpc_async("worker0", dist.debug_info))["num_autograd_contexts"] == 0
