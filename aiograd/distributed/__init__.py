@@ -21,6 +21,7 @@ from ._cluster import WorkerInfo, get_worker_info, get_worker_name, init, shutdo
 from ._engine import backward
 from ._errors import WorkerLostError
 from .context import context, debug_info, get_gradients
+from .data_parallel import DataParallel
 from .optimizer import DistributedOptimizer
 from .rpc import Future, RRef, parameter_rrefs, remote, rpc_async, rpc_sync, worker_local
 
@@ -42,6 +43,7 @@ __all__ = [
     "backward",
     "get_gradients",
     "DistributedOptimizer",
+    "DataParallel",
     "debug_info",
     "WorkerLostError",
 ]

@@ -69,6 +69,10 @@ class Agent:
         self.names: dict[str, str] = {address: name}  # address -> name, of every process seen
         self.clients: dict[str, str] = {}  # Dask client id -> address of that driver
         self.rrefs = RRefStore(address)
+        # Messages and payload bytes this process sent and received as a caller (measurements, see
+        # benchmarks/distributed_scaling.py): requests out, and the payloads of calls and their replies.
+        # Handlers served count in "messages_in", and the gradients they receive in "bytes_in".
+        self.traffic = {"messages": 0, "bytes_out": 0, "bytes_in": 0, "messages_in": 0}
         self.local_state: dict[str, Any] = {}  # dist.worker_local's values (NOTE [Functions sent by value])
         self._lost: dict[str, asyncio.Future[None]] = {}  # NOTE [Deadlines and lost workers]
         self._unresponsive: set[str] = set()  # addresses whose last request ran past its deadline
@@ -233,6 +237,7 @@ class Agent:
         if lost.done():
             raise WorkerLostError(name, "it left the cluster")
         limit = self.rpc_timeout if timeout is None else float(timeout)
+        self.traffic["messages"] += 1
         call = asyncio.ensure_future(getattr(self.pool(address), op)(**msg))
         try:
             await asyncio.wait((call, lost), timeout=limit, return_when=asyncio.FIRST_COMPLETED)
@@ -280,6 +285,7 @@ class Agent:
         name = self.names.get(address, address)
         if ctx is not None and address != self.address:
             ctx.add_peer(name, address)
+        self.traffic["bytes_out"] += payload.nbytes
         try:
             reply = await self.request(
                 address,
@@ -305,7 +311,9 @@ class Agent:
                     ctx.add_peer(peer_name, peer_address)
         if kind == "remote":
             return None
-        value, crossing = from_wire(reply["payload"]).decode()
+        received = from_wire(reply["payload"])
+        self.traffic["bytes_in"] += received.nbytes
+        value, crossing = received.decode()
         if crossing and ctx is not None:
             record_recv(ctx, (name, address), reply["message_id"], crossing)
         return value
@@ -315,6 +323,7 @@ class Agent:
         """A Dask handler running ``method`` as this agent; its errors go back packed (NOTE [Remote exceptions])."""
 
         async def handle(**msg: Any) -> Any:
+            self.traffic["messages_in"] += 1
             tokens = (_current_agent.set(self), _current_context.set(None), _current_part.set(None),
                       _gm._grad_enabled.set(True))
             try:
@@ -407,7 +416,9 @@ class Agent:
         if part is not None:
             from ._wire import from_wire
 
-            grads, _ = from_wire(payload).decode()
+            received = from_wire(payload)
+            self.traffic["bytes_in"] += received.nbytes
+            grads, _ = received.decode()
             part.feed(message_id, grads)
         return {}
 
