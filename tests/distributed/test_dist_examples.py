@@ -66,3 +66,12 @@ def test_a_script_runs_as_a_user_runs_it(dask_cluster: str) -> None:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "largest gradient difference from the local run" in out.stdout
+
+
+@pytest.mark.asyncio
+async def test_parameter_server_with_synchronous_trainers_equals_one_process(dask_cluster: str) -> None:
+    result = await example("parameter_server").main(dask_cluster, n_trainers=1, steps=4, sequential=True)
+    assert result["max_param_diff"] < 1e-10, result
+    (losses,) = result["losses"]
+    assert len(losses) == 4 and losses[-1] < losses[0]
+    await all_released(dask_cluster)
