@@ -428,6 +428,9 @@ class Agent:
             return {}  # the context never reached here, or the pass was cancelled meanwhile
         err = await part.outcome()
         if err is None:
+            if not part.staged:  # NOTE [Two-phase commit]: nothing to commit, so no commit message
+                await self._end_part(ctx[0], pass_id, commit=True)
+                return {"committed": True}
             return {}
         await self._end_part(ctx[0], pass_id)
         if isinstance(err, asyncio.CancelledError):

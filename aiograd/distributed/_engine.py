@@ -26,7 +26,10 @@ pass waits for a message that never comes, and none ends early.
 
 NOTE [Two-phase commit]: a part keeps its leaf gradients staged until the
 initiator has heard that every part succeeded; then it tells each process to
-commit them into its context. A pass that fails or is cancelled anywhere
+commit them into its context. A part that staged no gradient (a process with
+no leaf of the graph, as the workers of a data-parallel step whose
+parameters live on the driver) has nothing to commit or undo: it ends itself
+when it reports success, and gets no commit message. A pass that fails or is cancelled anywhere
 changes no context's gradients, as a local backward leaves ``.grad``.
 Cancelling the initiator's ``backward`` cancels every part.
 """
@@ -255,7 +258,9 @@ async def _backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool
     except BaseException:
         await run_shielded(_abort(agent, ctx, part, participants, calls))
         raise
-    await run_shielded(_commit(agent, ctx, part, participants))
+    # A part that staged no gradient ended itself when it replied: it needs no commit message.
+    pending = {a: n for a, n in participants.items() if not calls[a].result().get("committed")}
+    await run_shielded(_commit(agent, ctx, part, pending))
 
 
 async def _abort(
