@@ -75,3 +75,11 @@ async def test_parameter_server_with_synchronous_trainers_equals_one_process(das
     (losses,) = result["losses"]
     assert len(losses) == 4 and losses[-1] < losses[0]
     await all_released(dask_cluster)
+
+
+@pytest.mark.asyncio
+async def test_batch_updating_parameter_server_equals_one_process() -> None:
+    """Its own local cluster: a server and two trainers need three workers."""
+    result = await example("batch_updates").main(None, n_trainers=2, steps=3)
+    assert result["max_param_diff"] < 1e-10, result
+    assert [len(x) for x in result["losses"]] == [3, 3]
