@@ -83,3 +83,11 @@ async def test_batch_updating_parameter_server_equals_one_process() -> None:
     result = await example("batch_updates").main(None, n_trainers=2, steps=3)
     assert result["max_param_diff"] < 1e-10, result
     assert [len(x) for x in result["losses"]] == [3, 3]
+
+
+@pytest.mark.asyncio
+async def test_rl_observers_on_workers_agent_on_the_driver_equals_one_process(dask_cluster: str) -> None:
+    result = await example("rl").main(dask_cluster, n_observers=2, episodes=3)
+    assert result["max_grad_diff"] < 1e-12, result
+    assert len(result["mean_rewards"]) == 3
+    await all_released(dask_cluster)
