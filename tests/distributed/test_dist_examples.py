@@ -91,3 +91,11 @@ async def test_rl_observers_on_workers_agent_on_the_driver_equals_one_process(da
     assert result["max_grad_diff"] < 1e-12, result
     assert len(result["mean_rewards"]) == 3
     await all_released(dask_cluster)
+
+
+@pytest.mark.asyncio
+async def test_synchronous_rref_pipeline_equals_one_process(dask_cluster: str) -> None:
+    result = await example("pipeline_sync").main(dask_cluster, steps=3)
+    assert result["max_param_diff"] < 1e-10, result
+    assert len(result["losses"]) == 3
+    await all_released(dask_cluster)
