@@ -259,8 +259,8 @@ async def _backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool
         await run_shielded(_abort(agent, ctx, part, participants, calls))
         raise
     # A part that staged no gradient ended itself when it replied: it needs no commit message.
-    pending = {a: n for a, n in participants.items() if not calls[a].result().get("committed")}
-    await run_shielded(_commit(agent, ctx, part, pending))
+    to_commit = {a: n for a, n in participants.items() if not calls[a].result().get("committed")}
+    await run_shielded(_commit(agent, ctx, part, to_commit))
 
 
 async def _abort(

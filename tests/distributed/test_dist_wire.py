@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -59,3 +62,31 @@ def test_small_values_travel_inline_and_large_ones_as_frames() -> None:
     assert isinstance(to_wire(big), Serialize)
     t, _ = from_wire(to_wire(small)).decode()
     np.testing.assert_array_equal(t.numpy(), np.ones(4, np.float32))
+
+
+def test_functions_by_value_stay_by_value_with_the_by_reference_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE [By-reference cache]: a function first sent by reference, then registered to travel
+    # by value, travels by value: a cached "by reference" answer does not outlive the change.
+    import importlib
+
+    import cloudpickle
+
+    (tmp_path / "aiograd_wire_cache_probe.py").write_text("def f(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("aiograd_wire_cache_probe")
+    try:
+        by_ref, _ = encode(module.f, with_grad=False)
+        assert b"aiograd_wire_cache_probe" in bytes(by_ref.frames[0]) and b"return" not in bytes(by_ref.frames[0])
+        cloudpickle.register_pickle_by_value(module)
+        try:
+            by_value, _ = encode(module.f, with_grad=False)
+        finally:
+            cloudpickle.unregister_pickle_by_value(module)
+        del sys.modules["aiograd_wire_cache_probe"]
+        monkeypatch.syspath_prepend(str(tmp_path / "nowhere"))
+        (tmp_path / "aiograd_wire_cache_probe.py").unlink()  # unimportable now: only a by-value pickle loads
+        importlib.invalidate_caches()
+        g, _ = by_value.decode()
+        assert g(1) == 2
+    finally:
+        sys.modules.pop("aiograd_wire_cache_probe", None)
