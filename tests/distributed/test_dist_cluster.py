@@ -194,3 +194,47 @@ def dist_process() -> object:
     from aiograd.distributed._state import process
 
     return process
+
+
+def _make_tls_files(d: "os.PathLike[str]") -> dict[str, str]:
+    """A throwaway CA and one certificate for 127.0.0.1, made with the openssl command line."""
+    import pathlib
+
+    p = pathlib.Path(d)
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=p)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=aiograd-test-ca",
+        "-keyout", "ca-key.pem", "-out", "ca.pem")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "key.pem", "-out", "req.pem")
+    (p / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "req.pem", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-days", "1",
+        "-extfile", "ext.cnf", "-out", "cert.pem")
+    return {"ca": str(p / "ca.pem"), "cert": str(p / "cert.pem"), "key": str(p / "key.pem")}
+
+
+@pytest.mark.asyncio
+async def test_a_tls_cluster_carries_calls_and_backward_encrypted(tmp_path: "os.PathLike[str]") -> None:
+    from distributed.security import Security
+
+    files = _make_tls_files(tmp_path)
+    security = Security(tls_ca_file=files["ca"], tls_client_cert=files["cert"], tls_client_key=files["key"],
+                        tls_scheduler_cert=files["cert"], tls_scheduler_key=files["key"],
+                        tls_worker_cert=files["cert"], tls_worker_key=files["key"], require_encryption=True)
+    await dist.init(n_workers=1, security=security)
+    try:
+        agent = dist_process().driver.agent  # type: ignore[attr-defined]
+        assert agent.address.startswith("tls://127.0.0.1:")  # the driver's own server too
+        assert all(a.startswith("tls://") for a in agent.directory.values())
+        x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+        async with dist.context() as cid:
+            y = await dist.rpc_async("worker0", _square, args=(x,))
+            await dist.backward(cid, [y.sum()])
+            assert dist.get_gradients(cid)[x].tolist() == [2.0, 4.0]
+    finally:
+        await dist.shutdown()
+
+
+def _square(x: ag.Tensor) -> ag.Tensor:
+    return x * x
