@@ -68,6 +68,18 @@ def make_big(n: int) -> Any:
     return ag.ones(n, dtype=ag.float64)
 
 
+def held_big(n: int) -> Any:
+    """A tensor the worker already holds: the transfer alone, without making 8 MB on the worker."""
+    import aiograd as ag
+    import aiograd.distributed as dist
+
+    return dist.worker_local(f"benchmarks.held_big.{n}", lambda: ag.ones(n, dtype=ag.float64))
+
+
+def take(x: Any) -> None:
+    return None
+
+
 def make_big_array(n: int) -> np.ndarray:
     return np.ones(n)
 
@@ -189,6 +201,7 @@ def transfer_rows(loop: asyncio.AbstractEventLoop, repeat: int) -> list[dict[str
     address = process.driver.agent.directory[w]
     mb = BIG * 8 / 1e6
     x = ag.ones(BIG, dtype=ag.float64, requires_grad=True)
+    x_plain = ag.ones(BIG, dtype=ag.float64)
 
     def gradient_back() -> H.Sampler:
         async def sample() -> float:
@@ -212,6 +225,12 @@ def transfer_rows(loop: asyncio.AbstractEventLoop, repeat: int) -> list[dict[str
     return H.sampled_rows(BENCH, case, "MB/s", [
         ("aiograd dist.backward (the gradient)", "aiograd", gradient_back),
         ("aiograd rpc_async (the result)", "aiograd", lambda: result_of(lambda: dist.rpc_async(w, make_big, args=(BIG,)))),
+        # The row above also times making 8 MB on the worker (allocation, fill, page faults);
+        # these two time the transfer alone, one per direction, for comparison.
+        ("aiograd rpc_async (a result the worker holds)", "aiograd",
+         lambda: result_of(lambda: dist.rpc_async(w, held_big, args=(BIG,)))),
+        ("aiograd rpc_async (driver -> worker argument)", "aiograd",
+         lambda: result_of(lambda: dist.rpc_async(w, take, args=(x_plain,)))),
         ("Dask client.submit (the result)", "distributed",
          lambda: result_of(lambda: client.submit(make_big_array, BIG, workers=[address], pure=False))),
     ], repeat, value=lambda t: mb / t.median)

@@ -17,19 +17,25 @@ aiograd[distributed]). Every worker must have aiograd installed.
 
 from __future__ import annotations
 
-from ._cluster import get_worker_name, init, shutdown, workers
+from ._cluster import WorkerInfo, get_worker_info, get_worker_name, init, shutdown, workers
 from ._engine import backward
 from ._errors import WorkerLostError
 from .context import context, debug_info, get_gradients
+from .data_parallel import DataParallel
 from .optimizer import DistributedOptimizer
-from .rpc import RRef, parameter_rrefs, remote, rpc_async
+from .rpc import Future, RRef, parameter_rrefs, remote, rpc_async, rpc_sync, worker_local
 
 __all__ = [
     "init",
     "shutdown",
     "workers",
     "get_worker_name",
+    "get_worker_info",
+    "WorkerInfo",
     "rpc_async",
+    "rpc_sync",
+    "Future",
+    "worker_local",
     "remote",
     "RRef",
     "parameter_rrefs",
@@ -37,6 +43,7 @@ __all__ = [
     "backward",
     "get_gradients",
     "DistributedOptimizer",
+    "DataParallel",
     "debug_info",
     "WorkerLostError",
 ]

@@ -35,7 +35,9 @@ from ._rref_store import RRefStore
 from ._state import _current_agent, _current_context, _current_part
 from .context import DistContext
 
-__all__ = ["Agent", "natural_key"]
+__all__ = ["Agent", "natural_key", "LOST_KEPT_S"]
+
+LOST_KEPT_S = 60.0  # how long a departed process's name and lost-future are kept (NOTE [Deadlines and lost workers])
 
 
 def natural_key(name: str) -> list[Any]:
@@ -67,7 +69,13 @@ class Agent:
         self.names: dict[str, str] = {address: name}  # address -> name, of every process seen
         self.clients: dict[str, str] = {}  # Dask client id -> address of that driver
         self.rrefs = RRefStore(address)
+        # Messages and payload bytes this process sent and received as a caller (measurements, see
+        # benchmarks/distributed_scaling.py): requests out, and the payloads of calls and their replies.
+        # Handlers served count in "messages_in", and the gradients they receive in "bytes_in".
+        self.traffic = {"messages": 0, "bytes_out": 0, "bytes_in": 0, "messages_in": 0}
+        self.local_state: dict[str, Any] = {}  # dist.worker_local's values (NOTE [Functions sent by value])
         self._lost: dict[str, asyncio.Future[None]] = {}  # NOTE [Deadlines and lost workers]
+        self._unresponsive: set[str] = set()  # addresses whose last request ran past its deadline
         self._prefix = secrets.randbits(31) << 32
         self._counter = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
@@ -123,11 +131,31 @@ class Agent:
         }
 
     async def release_context(self, ctx: DistContext) -> None:
-        """Release ``ctx`` here and on every process it reached (the origin leaving ``dist.context()``)."""
+        """Release ``ctx`` here and on every process it reached (the origin leaving ``dist.context()``).
+
+        NOTE [Releasing past a failed peer]: a peer whose last request ran past
+        its deadline (its event loop is blocked: an ``async def`` remote
+        function calling ``time.sleep``, a hung native call) or that left is
+        released in the background, bounded by ``rpc_timeout``: leaving the
+        context never waits on a peer that already failed. It drops the
+        context when its loop runs again (or with the driver's client).
+        """
         await self._drop_context(ctx.id)
-        await asyncio.gather(
-            *(self.request(a, "aiograd_release", ctx_id=ctx.id) for a in list(ctx.peers)), return_exceptions=True
-        )
+        waited: list[str] = []
+        later: list[str] = []
+        for a in list(ctx.peers):
+            lost = self._lost.get(a)
+            (later if a in self._unresponsive or (lost is not None and lost.done()) else waited).append(a)
+        for a in later:
+            self.spawn(self._release_quietly(a, ctx.id))
+        await asyncio.gather(*(self.request(a, "aiograd_release", ctx_id=ctx.id) for a in waited),
+                             return_exceptions=True)
+
+    async def _release_quietly(self, address: str, context_id: int) -> None:
+        try:
+            await self.request(address, "aiograd_release", ctx_id=context_id)
+        except Exception:
+            pass  # gone for good, or still stuck: it drops the context with the driver's client
 
     async def _drop_context(self, context_id: int) -> None:
         ctx = self.contexts.pop(context_id, None)
@@ -160,11 +188,32 @@ class Agent:
     def worker_names(self) -> list[str]:
         return sorted(self.directory, key=natural_key)
 
+    def known_address(self, to: str) -> str | None:
+        """The address of the process named ``to``, if this one knows it (NOTE [Reaching the driver])."""
+        if to == self.name:
+            return self.address
+        address = self.directory.get(to)
+        if address is not None:
+            return address
+        # NOTE [Reaching the driver]: drivers are no Dask workers, so the scheduler's
+        # directory lacks them; a worker knows a driver once it served a request of
+        # it. The origin of the current context comes first (with several drivers
+        # attached, it is the driver this work is for), then the latest caller.
+        ctx = _current_context.get()
+        if ctx is not None and ctx.origin[0] == to:
+            return ctx.origin[1]
+        for address, name in reversed(list(self.names.items())):
+            if name == to:
+                lost = self._lost.get(address)
+                if lost is None or not lost.done():
+                    return address
+        return None
+
     async def resolve(self, to: str) -> str:
-        """The address of worker ``to`` (the scheduler is asked again when the name is not known)."""
+        """The address of process ``to`` (the scheduler is asked again when the name is not known)."""
         if not isinstance(to, str):
             raise TypeError(f"the destination must be a worker name (str), got {type(to).__name__}")
-        address = self.directory.get(to)
+        address = self.known_address(to)
         if address is None:
             await self.refresh_directory()
             address = self.directory.get(to)
@@ -188,6 +237,7 @@ class Agent:
         if lost.done():
             raise WorkerLostError(name, "it left the cluster")
         limit = self.rpc_timeout if timeout is None else float(timeout)
+        self.traffic["messages"] += 1
         call = asyncio.ensure_future(getattr(self.pool(address), op)(**msg))
         try:
             await asyncio.wait((call, lost), timeout=limit, return_when=asyncio.FIRST_COMPLETED)
@@ -197,13 +247,16 @@ class Agent:
             raise
         if call.done():
             try:
-                return call.result()
+                reply = call.result()
             except OSError as e:  # CommClosedError, refused or reset connections
                 raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
+            self._unresponsive.discard(address)
+            return reply
         call.cancel()
         await asyncio.gather(call, return_exceptions=True)
         if lost.done():
             raise WorkerLostError(name, "it left the cluster")
+        self._unresponsive.add(address)  # NOTE [Releasing past a failed peer]
         raise TimeoutError(f"RPC to {name} ({op}) ran for more than the set timeout ({limit:g} s)")
 
     async def call(
@@ -232,6 +285,7 @@ class Agent:
         name = self.names.get(address, address)
         if ctx is not None and address != self.address:
             ctx.add_peer(name, address)
+        self.traffic["bytes_out"] += payload.nbytes
         try:
             reply = await self.request(
                 address,
@@ -257,7 +311,9 @@ class Agent:
                     ctx.add_peer(peer_name, peer_address)
         if kind == "remote":
             return None
-        value, crossing = from_wire(reply["payload"]).decode()
+        received = from_wire(reply["payload"])
+        self.traffic["bytes_in"] += received.nbytes
+        value, crossing = received.decode()
         if crossing and ctx is not None:
             record_recv(ctx, (name, address), reply["message_id"], crossing)
         return value
@@ -267,6 +323,7 @@ class Agent:
         """A Dask handler running ``method`` as this agent; its errors go back packed (NOTE [Remote exceptions])."""
 
         async def handle(**msg: Any) -> Any:
+            self.traffic["messages_in"] += 1
             tokens = (_current_agent.set(self), _current_context.set(None), _current_part.set(None),
                       _gm._grad_enabled.set(True))
             try:
@@ -359,7 +416,9 @@ class Agent:
         if part is not None:
             from ._wire import from_wire
 
-            grads, _ = from_wire(payload).decode()
+            received = from_wire(payload)
+            self.traffic["bytes_in"] += received.nbytes
+            grads, _ = received.decode()
             part.feed(message_id, grads)
         return {}
 
@@ -369,6 +428,9 @@ class Agent:
             return {}  # the context never reached here, or the pass was cancelled meanwhile
         err = await part.outcome()
         if err is None:
+            if not part.staged:  # NOTE [Two-phase commit]: nothing to commit, so no commit message
+                await self._end_part(ctx[0], pass_id, commit=True)
+                return {"committed": True}
             return {}
         await self._end_part(ctx[0], pass_id)
         if isinstance(err, asyncio.CancelledError):
@@ -467,11 +529,23 @@ class Agent:
         for n, a in list(self.directory.items()):
             if a == address:
                 del self.directory[n]
+        for client, a in list(self.clients.items()):
+            if a == address:
+                del self.clients[client]
+        self._unresponsive.discard(address)
+        # Its name and lost-future stay a while, so that late errors still name it; then they go
+        # (a cluster whose workers come and go must not grow these maps forever).
+        self.loop.call_later(LOST_KEPT_S, self._forget_departed, address, fut)
         for ctx in list(self.contexts.values()):
             if ctx.origin[1] == address:
                 self.spawn(self._drop_context(ctx.id))
             elif ctx.part is not None and ctx.part.initiator[1] == address:
                 ctx.part.fail(WorkerLostError(name, "it started this backward pass and left the cluster"))
+
+    def _forget_departed(self, address: str, fut: "asyncio.Future[None]") -> None:
+        if self._lost.get(address) is fut and address not in self.directory.values():
+            del self._lost[address]
+            self.names.pop(address, None)
 
     # ----- lifetime ---------------------------------------------------------------------------
     def spawn(self, coro: Any) -> "asyncio.Task[Any]":
@@ -487,6 +561,7 @@ class Agent:
         for cid in list(self.contexts):
             await self._drop_context(cid)
         self.rrefs.clear()
+        self.local_state.clear()
         tasks = list(self._background)
         for t in tasks:
             t.cancel()

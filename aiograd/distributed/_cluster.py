@@ -11,12 +11,12 @@ each worker an agent (see _plugins.py). Dask is imported here, on first use.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._agent import Agent
 from ._state import current_agent, process, require_asyncio
 
-__all__ = ["init", "shutdown", "workers", "get_worker_name"]
+__all__ = ["init", "shutdown", "workers", "get_worker_name", "get_worker_info", "WorkerInfo"]
 
 DRIVER_NAME = "driver"
 
@@ -77,6 +77,12 @@ async def init(
     if address is None and not (isinstance(n_workers, int) and n_workers >= 1):
         raise ValueError(f"n_workers must be a positive int, got {n_workers!r}")
     _import_dask()
+    if address is not None and security is None and str(address).startswith("tls://"):
+        raise ValueError(
+            f"{address} is a TLS scheduler: pass the driver's certificates, "
+            "dist.init(address=..., security=distributed.security.Security(tls_ca_file=..., "
+            "tls_client_cert=..., tls_client_key=..., require_encryption=True))"
+        )
     from distributed import Client, LocalCluster
     from distributed.comm.addressing import get_address_host, parse_address
     from distributed.core import Server
@@ -166,3 +172,31 @@ def workers() -> list[str]:
 def get_worker_name() -> str:
     """``"driver"`` in the process that called ``init``; the worker's name inside a remote call."""
     return current_agent().name
+
+
+class WorkerInfo(NamedTuple):
+    """torch.distributed.rpc.WorkerInfo: a process's ``name`` and an integer ``id``.
+
+    The driver's id is 0 and each worker's is its position in
+    ``dist.workers()`` plus one (worker0 is 1), as the examples of torch give
+    the master rank 0. Ids follow the sorted names, so they are stable while
+    the workers stay; a worker that joins later may shift the ids after it.
+    """
+
+    name: str
+    id: int
+
+
+def get_worker_info(name: str | None = None) -> WorkerInfo:
+    """The ``WorkerInfo`` of process ``name`` (this process's by default; ``"driver"`` for the driver)."""
+    agent = current_agent()
+    if name is None:
+        name = agent.name
+    if name == DRIVER_NAME:
+        return WorkerInfo(DRIVER_NAME, 0)
+    names = agent.worker_names()
+    if name not in names:
+        raise RuntimeError(
+            f"could not find destination name {name!r}: the workers are {', '.join(names) or 'none'}"
+        )
+    return WorkerInfo(name, names.index(name) + 1)

@@ -26,7 +26,10 @@ pass waits for a message that never comes, and none ends early.
 
 NOTE [Two-phase commit]: a part keeps its leaf gradients staged until the
 initiator has heard that every part succeeded; then it tells each process to
-commit them into its context. A pass that fails or is cancelled anywhere
+commit them into its context. A part that staged no gradient (a process with
+no leaf of the graph, as the workers of a data-parallel step whose
+parameters live on the driver) has nothing to commit or undo: it ends itself
+when it reports success, and gets no commit message. A pass that fails or is cancelled anywhere
 changes no context's gradients, as a local backward leaves ``.grad``.
 Cancelling the initiator's ``backward`` cancels every part.
 """
@@ -43,7 +46,7 @@ from ..autograd.monitor import pass_monitor
 from ..autograd.graph import GraphRoot, Node
 from ..tensor import Tensor
 from ._errors import rebuild_exception
-from ._state import _current_part, current_agent, require_asyncio, run_shielded
+from ._state import _current_part, awaitable_or_run, current_agent, require_asyncio, run_shielded
 from .context import DistContext
 
 if TYPE_CHECKING:
@@ -208,14 +211,24 @@ def _roots(roots: Sequence[Tensor]) -> tuple[list[Any], list[Any]]:
     return edges, validate_outputs(edges, grads)
 
 
-async def backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool = False) -> None:
+def backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool = False) -> Any:
     """Run the distributed backward pass of ``context_id`` from ``roots`` (scalars) on every process.
+
+    ``await dist.backward(...)`` under an event loop; in a thread that runs
+    none (a plain remote function), it blocks until the pass is done, as
+    torch's (NOTE [Blocking calls]).
 
     Gradients accumulate in the context (``dist.get_gradients``), never in
     ``.grad``; the call returns when every process's part is done and
     committed. ``retain_graph=True`` keeps the graph for another pass, whose
     gradients add up.
     """
+    return awaitable_or_run(
+        "dist.backward", "await dist.backward(context_id, roots)", _backward(context_id, roots, retain_graph)
+    )
+
+
+async def _backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool) -> None:
     require_asyncio("dist.backward")
     agent = current_agent()
     ctx = agent.context(context_id)
@@ -245,7 +258,9 @@ async def backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool 
     except BaseException:
         await run_shielded(_abort(agent, ctx, part, participants, calls))
         raise
-    await run_shielded(_commit(agent, ctx, part, participants))
+    # A part that staged no gradient ended itself when it replied: it needs no commit message.
+    to_commit = {a: n for a, n in participants.items() if not calls[a].result().get("committed")}
+    await run_shielded(_commit(agent, ctx, part, to_commit))
 
 
 async def _abort(

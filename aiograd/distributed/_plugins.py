@@ -60,7 +60,7 @@ class AgentSchedulerPlugin(SchedulerPlugin):
 
     async def remove_worker(self, scheduler: Any, worker: str, **kwargs: Any) -> None:
         if _running(scheduler):
-            await scheduler.broadcast(msg={"op": "aiograd_peer_lost", "address": worker}, on_error="ignore")
+            await _tell(scheduler, list(scheduler.workers), "aiograd_peer_lost", address=worker)
 
     async def add_worker(self, scheduler: Any, worker: str) -> None:
         if not _running(scheduler):
@@ -68,16 +68,12 @@ class AgentSchedulerPlugin(SchedulerPlugin):
         ws = scheduler.workers.get(worker)
         name = ws.name if ws is not None else worker
         others = [w for w in scheduler.workers if w != worker]  # the new one sets its agent up itself
-        await scheduler.broadcast(
-            msg={"op": "aiograd_peer_joined", "address": worker, "name": str(name)}, workers=others,
-            on_error="ignore",
-        )
+        await _tell(scheduler, others, "aiograd_peer_joined", address=worker, name=str(name))
 
     def remove_client(self, scheduler: Any, client: str) -> None:
         if not _running(scheduler):
             return
-        msg = {"op": "aiograd_client_gone", "client": client}
-        task = asyncio.ensure_future(scheduler.broadcast(msg=msg, on_error="ignore"))
+        task = asyncio.ensure_future(_tell(scheduler, list(scheduler.workers), "aiograd_client_gone", client=client))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -87,6 +83,26 @@ class AgentSchedulerPlugin(SchedulerPlugin):
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _tell(scheduler: Any, workers: list[str], op: str, **msg: Any) -> None:
+    """Send ``op`` to each worker's agent; one that cannot be reached is skipped silently.
+
+    Not ``scheduler.broadcast``: that logs an ERROR for every worker it cannot
+    reach, and when workers leave together (a cluster shutting down, several
+    killed) the ones told about the first are often dying themselves.
+    """
+
+    async def one(address: str) -> None:
+        try:
+            await asyncio.wait_for(getattr(scheduler.rpc(address), op)(**msg), TELL_TIMEOUT_S)
+        except Exception:
+            pass  # it is leaving too: its own removal is announced to the others
+
+    await asyncio.gather(*(one(a) for a in workers))
+
+
+TELL_TIMEOUT_S = 10.0
 
 
 def _running(scheduler: Any) -> bool:

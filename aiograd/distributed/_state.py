@@ -13,15 +13,16 @@ each other's (DESIGN.md §3, state kept in contextvars).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
-from typing import TYPE_CHECKING, Any, Awaitable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Coroutine, TypeVar
 
 if TYPE_CHECKING:
     from ._agent import Agent
     from ._engine import Part
     from .context import DistContext
 
-__all__ = ["current_agent", "current_context", "require_asyncio", "run_shielded"]
+__all__ = ["current_agent", "current_context", "require_asyncio", "run_shielded", "run_blocking", "awaitable_or_run", "submit"]
 
 T = TypeVar("T")
 
@@ -92,3 +93,59 @@ async def run_shielded(aw: Awaitable[T]) -> T:
     if cancelled is not None:
         raise cancelled
     return result
+
+
+def run_blocking(what: str, alternative: str, coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on this process's aiograd event loop from a thread that runs no loop, and wait for it.
+
+    NOTE [Blocking calls]: torch's blocking names (``rpc_sync``, ``rref.to_here()``,
+    ``dist_autograd.backward``, a ``with`` context) work here from any thread
+    that runs no event loop: a plain remote function on a worker's thread, a
+    driver thread started with ``asyncio.to_thread``. The work itself runs on
+    the loop of the agent (the worker's, or the one ``dist.init`` ran on), in
+    a copy of the caller's context variables (its agent, its autograd context,
+    grad mode), and the calling thread waits. In a thread that runs a loop
+    they refuse with an error naming the awaitable form, since waiting there
+    would stop the loop that must serve the reply.
+    """
+    from .._aio import running_loop_kind
+
+    if running_loop_kind() is not None:
+        coro.close()
+        raise RuntimeError(
+            f"{what} blocks until it completes, and this thread runs an event loop that the reply needs: "
+            f"use `{alternative}` here, or call {what} from a thread that runs no loop "
+            "(a plain remote function, `await asyncio.to_thread(fn)` on the driver)"
+        )
+    fut = submit(what, coro)
+    try:
+        return fut.result()
+    except BaseException:
+        fut.cancel()
+        raise
+
+
+def submit(what: str, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+    """Start ``coro`` on this process's aiograd loop from another thread (NOTE [Blocking calls])."""
+    try:
+        agent = current_agent()
+    except BaseException:
+        coro.close()
+        raise
+    loop = agent.loop
+    if loop.is_closed() or not loop.is_running():
+        coro.close()
+        raise RuntimeError(
+            f"{what}: the event loop that runs aiograd.distributed in this process (the one `dist.init` ran on) "
+            "is not running; call it from a thread while that loop runs"
+        )
+    return asyncio.run_coroutine_threadsafe(coro, loop)  # in a copy of this thread's context variables
+
+
+def awaitable_or_run(what: str, alternative: str, coro: Coroutine[Any, Any, T]) -> Any:
+    """``coro`` itself under a running loop (to be awaited); without one, its result (NOTE [Blocking calls])."""
+    from .._aio import running_loop_kind
+
+    if running_loop_kind() is not None:
+        return coro
+    return run_blocking(what, alternative, coro)

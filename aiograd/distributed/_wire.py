@@ -2,8 +2,8 @@
 
 NOTE [Tensors on the wire]: a value sent to another process (a function and
 its arguments, a result, gradients) is pickled with every Tensor in it
-replaced by a reference into the message's tensor table, as torch's RPC
-pickler does. A tensor's entry holds its numpy array, its device, whether it
+reduced to what rebuilds it (``_wire_tensor``), as torch's RPC pickler
+moves tensors into a table: its numpy array, its device, whether it
 is a Parameter and whether it crosses *with* autograd (it requires grad and
 the send is recorded inside an autograd context); never its ``grad_fn``, so
 no graph is ever pickled. Arrays are pickled with protocol 5 out of band, so
@@ -11,8 +11,11 @@ each one travels as its own frame of the Dask message (zero copy on both
 ends); ``Payload`` is registered with Dask's serialization and carries those
 frames. A small value (under ``INLINE_BYTES``) skips that machinery and
 travels as a list of bytes inside Dask's msgpack message: the copy is
-cheaper than the per-object serialization for a few hundred bytes. Tensors that do not cross with autograd arrive detached
-(``requires_grad=False``). The receiver decodes the value in its own handler
+cheaper than the per-object serialization for a few hundred bytes. A tensor that does not
+cross with autograd (outside a context, under ``no_grad``, in gradients)
+arrives as a fresh leaf that keeps its ``requires_grad`` flag, as pickling
+does (NOTE [Pickled tensors] in tensor.py): the parameters of a module
+fetched from a parameter server still require grad. The receiver decodes the value in its own handler
 (not in Dask's comm layer), so a failure to unpickle is reported like any
 remote error, with the worker's name.
 """
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import io
 import pickle
+import threading
+import types
 from typing import Any
 
 import cloudpickle
@@ -36,50 +41,88 @@ INLINE_BYTES = 64 * 1024
 
 
 class _Pickler(cloudpickle.Pickler):
-    """cloudpickle with Tensors moved into a table (see NOTE [Tensors on the wire])."""
+    """cloudpickle with Tensors rebuilt from their arrays (see NOTE [Tensors on the wire]).
+
+    Tensors are caught in ``reducer_override``, which the pickler calls only
+    for objects that are neither atomic (ints, strings...) nor already in its
+    memo: a tensor met twice is sent once and arrives as one object, and
+    nothing is added per atomic object (a ``persistent_id`` hook would be a
+    Python call for every object of the message, a cost that dominated small
+    calls sending functions by value).
+    """
 
     def __init__(self, file: io.BytesIO, with_grad: bool, buffers: list[pickle.PickleBuffer]) -> None:
         super().__init__(file, protocol=5, buffer_callback=buffers.append)
         self.with_grad = with_grad
-        self.crossing: list[Tensor] = []  # tensors that cross with autograd, in table order
+        self.crossing: list[Tensor] = []  # tensors that cross with autograd, in the order of the stream
         self.rrefs: list[Any] = []  # RRefs in the value (sent only once their value exists)
-        self._index: dict[int, int] = {}
+        self.by_value = _refresh_by_reference()
 
-    def persistent_id(self, obj: Any) -> Any:
-        if not isinstance(obj, Tensor):
-            if isinstance(obj, RRef):
-                self.rrefs.append(obj)
-            return None
-        i = self._index.get(id(obj))
-        if i is not None:
-            return ("t", i)
-        i = self._index[id(obj)] = len(self._index)
-        grad = self.with_grad and obj._requires_grad
-        if grad:
-            self.crossing.append(obj)
-        return ("t", i, obj._data, obj._device, grad, isinstance(obj, Parameter))
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Tensor):
+            grad = self.with_grad and obj._requires_grad
+            if grad:
+                self.crossing.append(obj)
+            return (_wire_tensor, (obj._data, obj._device, grad, isinstance(obj, Parameter), obj._requires_grad))
+        if isinstance(obj, RRef):
+            self.rrefs.append(obj)
+        if isinstance(obj, _REF_KINDS):
+            return _reduce_by_reference(self, obj)
+        return super().reducer_override(obj)
 
 
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, buffers: list[Any]) -> None:
-        super().__init__(file, buffers=buffers)
-        self.table: list[Tensor] = []
-        self.crossing: list[Tensor] = []
+# NOTE [By-reference cache]: cloudpickle asks, for every function and class it
+# meets, whether its module is importable and not registered to travel by
+# value, a lookup that cost most of a small message (numpy's rebuild
+# functions, dtype, Device and ``_wire_tensor`` are met in every message with
+# a tensor). The answer "by reference" is cached per object while the set of
+# by-value modules is unchanged; objects of ``__main__`` or of a by-value
+# module are never cached, so what travels by value still does, every time.
+_REF_KINDS = (types.FunctionType, types.BuiltinFunctionType, type)
+_by_reference: dict[int, Any] = {}  # id -> the object (kept alive, so its id is not reused)
+_by_reference_for: frozenset[str] = frozenset()
+_by_reference_lock = threading.Lock()
 
-    def persistent_load(self, pid: Any) -> Any:
-        if len(pid) == 2:
-            return self.table[pid[1]]
-        _, _, arr, device, grad, parameter = pid
-        if not arr.flags.writeable:
-            arr = arr.copy()
-        if parameter:
-            t: Tensor = Parameter(Tensor._wrap(arr, device), requires_grad=False)
-        else:
-            t = Tensor._wrap(arr, device)
-        self.table.append(t)
-        if grad:
-            self.crossing.append(t)
-        return t
+
+def _refresh_by_reference() -> frozenset[str]:
+    """The modules that travel by value now; the cache is emptied when they changed (once per message)."""
+    global _by_reference, _by_reference_for
+    by_value = frozenset(getattr(cloudpickle.cloudpickle, "_PICKLE_BY_VALUE_MODULES", ()))
+    if by_value != _by_reference_for:
+        with _by_reference_lock:
+            _by_reference, _by_reference_for = {}, by_value
+    return by_value
+
+
+def _reduce_by_reference(pickler: "_Pickler", obj: Any) -> Any:
+    if _by_reference.get(id(obj)) is obj:
+        return NotImplemented  # the pickler's own by-reference save
+    result = cloudpickle.Pickler.reducer_override(pickler, obj)
+    module = getattr(obj, "__module__", None)
+    if (result is NotImplemented and isinstance(module, str) and module != "__main__"
+            and not any(module == m or module.startswith(m + ".") for m in pickler.by_value)):
+        _by_reference[id(obj)] = obj
+    return result
+
+
+_decoding = threading.local()  # .crossing: the list the message being decoded on this thread fills
+
+
+def _wire_tensor(arr: Any, device: Any, grad: bool, parameter: bool, requires_grad: bool) -> Tensor:
+    """A tensor of a message, rebuilt by the receiver's unpickler (NOTE [Tensors on the wire])."""
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    leaf_requires_grad = bool(requires_grad) and not grad  # a crossing tensor gets its RecvRpcBackward
+    if parameter:
+        t: Tensor = Parameter(Tensor._wrap(arr, device), requires_grad=leaf_requires_grad)
+    else:
+        t = Tensor._wrap(arr, device)
+        t._requires_grad = leaf_requires_grad
+    if grad:
+        crossing = getattr(_decoding, "crossing", None)
+        if crossing is not None:
+            crossing.append(t)
+    return t
 
 
 class Payload:
@@ -93,9 +136,14 @@ class Payload:
 
     def decode(self) -> tuple[Any, list[Tensor]]:
         """The value, and the tensors of it that crossed with autograd (in the sender's order)."""
-        up = _Unpickler(io.BytesIO(self.frames[0]), self.frames[1:])
-        value = up.load()
-        return value, up.crossing
+        crossing: list[Tensor] = []
+        outer = getattr(_decoding, "crossing", None)
+        _decoding.crossing = crossing
+        try:
+            value = pickle.loads(self.frames[0], buffers=self.frames[1:])
+        finally:
+            _decoding.crossing = outer
+        return value, crossing
 
     @property
     def nbytes(self) -> int:

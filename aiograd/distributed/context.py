@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..tensor import Tensor
-from ._state import _current_context, current_agent, run_shielded
+from ._state import _current_context, current_agent, run_blocking, run_shielded
 
 if TYPE_CHECKING:
     from ._engine import Part
@@ -80,6 +80,8 @@ class DistContext:
 class context:
     """``async with dist.context() as context_id``: record the calls inside it for ``dist.backward``.
 
+    In a thread that runs no event loop, ``with dist.context() as context_id`` (torch's form).
+
     The id is an int shared by every process the context touches. On exit the
     context is released everywhere it went (NOTE [Context lifetime]), also when
     the block raises or is cancelled.
@@ -107,6 +109,36 @@ class context:
         _current_context.reset(self._token)
         if ctx is not None:
             await run_shielded(self._agent.release_context(ctx))
+
+    # ``with dist.context() as context_id`` in a thread that runs no event loop (a plain
+    # remote function, a driver thread): torch's form, NOTE [Blocking calls] in _state.py.
+    def __enter__(self) -> int:
+        from .._aio import running_loop_kind
+
+        if running_loop_kind() is not None:
+            raise RuntimeError(
+                "`with dist.context()` is for threads that run no event loop: use `async with dist.context()` here"
+            )
+        agent = current_agent()
+        if _current_context.get() is not None:
+            raise RuntimeError(
+                "Already have an autograd context id for this task: dist.context() blocks cannot be nested"
+            )
+        ctx = run_blocking("dist.context()", "async with dist.context()", _new_context(agent))
+        self._agent = agent
+        self._ctx = ctx
+        self._token = _current_context.set(ctx)
+        return ctx.id
+
+    def __exit__(self, *exc: object) -> None:
+        ctx, self._ctx = self._ctx, None
+        _current_context.reset(self._token)
+        if ctx is not None:
+            run_blocking("dist.context()", "async with dist.context()", self._agent.release_context(ctx))
+
+
+async def _new_context(agent: Any) -> DistContext:
+    return agent.new_context()  # type: ignore[no-any-return]
 
 
 def get_gradients(context_id: int) -> dict[Tensor, Tensor]:

@@ -8,8 +8,8 @@ from typing import Any, Sequence
 
 from ..tensor import Tensor
 from .context import get_gradients
-from .rpc import RRef, remote
-from ._state import current_agent
+from .rpc import RRef, _call_method, _on_owner, remote
+from ._state import awaitable_or_run, current_agent
 
 __all__ = ["DistributedOptimizer"]
 
@@ -62,6 +62,13 @@ class DistributedOptimizer:
             else:
                 self._optimizers.append(remote(owner, _LocalOptimizer, args=(optimizer_class, rrefs, defaults)))
 
-    async def step(self, context_id: int) -> None:
-        """Every owner applies the gradients of ``context_id`` to its parameters, concurrently."""
-        await asyncio.gather(*(o.rpc_async().step(context_id) for o in self._optimizers))
+    def step(self, context_id: int) -> Any:
+        """Every owner applies the gradients of ``context_id`` to its parameters, concurrently.
+
+        ``await opt.step(context_id)`` under an event loop; blocking in a thread that runs none.
+        """
+        return awaitable_or_run("DistributedOptimizer.step", "await opt.step(context_id)", self._step(context_id))
+
+    async def _step(self, context_id: int) -> None:
+        await asyncio.gather(*(_on_owner(o, _call_method, (o, "step", (context_id,), {}), None)
+                               for o in self._optimizers))

@@ -18,32 +18,161 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dis
 import sys
+import threading
+import types
+import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
-from ._state import current_agent, current_context, require_asyncio
+from .._aio import running_loop_kind
+from ._state import awaitable_or_run, current_agent, current_context, require_asyncio, run_blocking, submit
 
 if TYPE_CHECKING:
     from ._agent import Agent
     from .context import DistContext
 
-__all__ = ["rpc_async", "remote", "RRef", "parameter_rrefs"]
+__all__ = ["rpc_async", "rpc_sync", "remote", "RRef", "parameter_rrefs", "Future", "worker_local"]
 
 
-async def rpc_async(
-    to: str, func: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
-    timeout: float | None = None,
-) -> Any:
-    """Run ``func(*args, **kwargs)`` on worker ``to`` inside the current autograd context; its result.
+# NOTE [Functions sent by value]: a function defined in ``__main__``, a notebook or a
+# module registered with ``cloudpickle.register_pickle_by_value`` travels by value,
+# and each call unpickles it with a fresh copy of the globals it uses. A global it
+# assigns on a worker is therefore gone at the next call: the parameter-server
+# singleton of torch's examples (``global param_server``) silently becomes one
+# server per call. ``worker_local`` is the per-process state that persists; calls
+# that send such a function warn once per function.
+_checked_code: set[types.CodeType] = set()
 
-    Tensors that require grad cross with a SendRpcBackward / RecvRpcBackward
-    pair inside a context and detached outside one. ``timeout`` (seconds,
-    default ``rpc_timeout``) bounds the call: past it, ``TimeoutError``.
+
+def _stored_globals(code: types.CodeType) -> list[str]:
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.update(_stored_globals(const))
+    return sorted(names)
+
+
+def _sent_by_value(func: Any) -> bool:
+    try:
+        from cloudpickle.cloudpickle import _should_pickle_by_reference
+    except ImportError:  # pragma: no cover - another cloudpickle
+        return getattr(func, "__module__", None) == "__main__"
+    try:
+        return not _should_pickle_by_reference(func)
+    except Exception:  # pragma: no cover - cloudpickle refuses the object: it says so when sending
+        return False
+
+
+def _warn_if_it_assigns_globals(func: Any) -> None:
+    """Warn once per function (NOTE [Functions sent by value])."""
+    code = getattr(func, "__code__", None)
+    if not isinstance(code, types.CodeType) or code in _checked_code:
+        return
+    _checked_code.add(code)
+    names = _stored_globals(code)
+    if names and _sent_by_value(func):
+        warnings.warn(
+            f"{func.__qualname__} assigns the global(s) {', '.join(names)} and travels by value (it is defined in "
+            f"{func.__module__}): each remote call runs it with a fresh copy of those globals, so the assignment "
+            "is lost after the call and a singleton made this way is a new one at every call. Keep per-worker state "
+            "in dist.worker_local(key, factory), or keep the object on one process and pass an RRef to it",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+_local_lock = threading.Lock()
+
+
+def worker_local(key: str, factory: Callable[[], Any]) -> Any:
+    """The value this process keeps under ``key``, made by ``factory()`` on first use (thread-safe).
+
+    Per-process state that persists across remote calls, for functions that
+    travel by value (NOTE [Functions sent by value]): a parameter server's
+    singleton is ``dist.worker_local("ps", ParameterServer)`` inside a remote
+    function. It lives as long as the worker's agent (the driver's: until
+    ``dist.shutdown``).
     """
+    state = current_agent().local_state
+    with _local_lock:
+        if key not in state:
+            state[key] = factory()
+        return state[key]
+
+
+async def _rpc(
+    to: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None, timeout: float | None
+) -> Any:
     require_asyncio("dist.rpc_async")
     agent = current_agent()
     address = await agent.resolve(to)
     return await agent.call(address, func, tuple(args), dict(kwargs or {}), ctx=current_context(), timeout=timeout)
+
+
+class Future:
+    """What ``rpc_async`` returns in a thread that runs no event loop: ``wait()`` blocks for the result.
+
+    torch.futures.Future's ``wait()``, ``done()`` and ``value()`` (NOTE [Blocking calls]).
+    """
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: "concurrent.futures.Future[Any]") -> None:
+        self._future = future
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block until the call ends; its result (or its error, raised)."""
+        return self._future.result(timeout)
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def value(self) -> Any:
+        """The result of a call that is done (raises its error)."""
+        if not self._future.done():
+            raise RuntimeError("Future.value(): the call has not completed yet, use wait()")
+        return self._future.result()
+
+
+def _async_anywhere(what: str, coro: Any) -> Any:
+    """``coro`` under a running loop; in a thread without one, a ``Future`` for it."""
+    if running_loop_kind() is not None:
+        return coro
+    return Future(submit(what, coro))
+
+
+def rpc_async(
+    to: str, func: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """Run ``func(*args, **kwargs)`` on process ``to`` inside the current autograd context; its result.
+
+    ``await dist.rpc_async(...)`` under an event loop. In a thread that runs
+    no loop (a plain remote function), it returns a ``Future`` at once:
+    ``fut.wait()`` is the result, as in torch. Tensors that require grad
+    cross with a SendRpcBackward / RecvRpcBackward pair inside a context, and
+    as fresh leaves outside one. ``to`` is a worker's name, or ``"driver"``
+    from a worker serving the driver. ``timeout`` (seconds, default
+    ``rpc_timeout``) bounds the call: past it, ``TimeoutError``.
+    """
+    _warn_if_it_assigns_globals(func)
+    return _async_anywhere("dist.rpc_async", _rpc(to, func, args, kwargs, timeout))
+
+
+def rpc_sync(
+    to: str, func: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> Any:
+    """``rpc_async``, blocking until the result: torch's ``rpc_sync``, for code that runs no event loop.
+
+    From a plain remote function (it runs on a worker thread) or a driver
+    thread (``await asyncio.to_thread(train)``). In a thread that runs an
+    event loop it raises, pointing at ``await dist.rpc_async(...)``: waiting
+    there would block the loop the reply needs (NOTE [Blocking calls]).
+    """
+    _warn_if_it_assigns_globals(func)
+    return run_blocking("dist.rpc_sync", "await dist.rpc_async(...)", _rpc(to, func, args, kwargs, timeout))
 
 
 class RRef:
@@ -109,13 +238,28 @@ class RRef:
             raise slot.error
         return slot.value
 
-    async def to_here(self, timeout: float | None = None) -> Any:
-        """A copy of the value in this process (the value itself on the owner)."""
-        return await _on_owner(self, _fetch_value, (self,), timeout)
+    def to_here(self, timeout: float | None = None) -> Any:
+        """A copy of the value in this process (the value itself on the owner).
+
+        ``await rref.to_here()`` under an event loop; the value itself in a
+        thread that runs none (NOTE [Blocking calls]).
+        """
+        return awaitable_or_run("rref.to_here()", "await rref.to_here()", _on_owner(self, _fetch_value, (self,), timeout))
 
     def rpc_async(self, timeout: float | None = None) -> "_OwnerMethods":
-        """``await rref.rpc_async().method(*args)``: call a method of the value on its owner, in the current context."""
-        return _OwnerMethods(self, timeout)
+        """``await rref.rpc_async().method(*args)``: call a method of the value on its owner, in the current context.
+
+        In a thread that runs no event loop each call returns a ``Future``.
+        """
+        return _OwnerMethods(self, timeout, "async")
+
+    def rpc_sync(self, timeout: float | None = None) -> "_OwnerMethods":
+        """``rref.rpc_sync().method(*args)``: the method's result, blocking (a thread that runs no loop)."""
+        return _OwnerMethods(self, timeout, "sync")
+
+    def remote(self, timeout: float | None = None) -> "_OwnerMethods":
+        """``rref.remote().method(*args)``: an RRef to the method's result, kept on this RRef's owner, at once."""
+        return _OwnerMethods(self, timeout, "remote")
 
     async def _created(self) -> None:
         creation = self._creation
@@ -133,19 +277,25 @@ def _rref_from_wire(owner: str, address: str, rref_id: int) -> RRef:
 
 
 class _OwnerMethods:
-    """What ``rref.rpc_async()`` returns: each attribute is a coroutine function calling that method remotely."""
+    """What ``rref.rpc_async()`` / ``rpc_sync()`` / ``remote()`` return: each attribute calls that method on the owner."""
 
-    __slots__ = ("_rref", "_timeout")
+    __slots__ = ("_rref", "_timeout", "_mode")
 
-    def __init__(self, rref: RRef, timeout: float | None) -> None:
+    def __init__(self, rref: RRef, timeout: float | None, mode: str) -> None:
         self._rref = rref
         self._timeout = timeout
+        self._mode = mode
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        rref, timeout = self._rref, self._timeout
+        rref, timeout, mode = self._rref, self._timeout, self._mode
 
-        async def method(*args: Any, **kwargs: Any) -> Any:
-            return await _on_owner(rref, _call_method, (rref, name, args, kwargs), timeout)
+        def method(*args: Any, **kwargs: Any) -> Any:
+            if mode == "remote":
+                return _remote_at(rref._owner, rref._address, _call_method, (rref, name, args, kwargs), {})
+            coro = _on_owner(rref, _call_method, (rref, name, args, kwargs), timeout)
+            if mode == "sync":
+                return run_blocking(f"rref.rpc_sync().{name}()", f"await rref.rpc_async().{name}(...)", coro)
+            return _async_anywhere(f"rref.rpc_async().{name}()", coro)
 
         method.__name__ = name
         return method
@@ -190,12 +340,20 @@ def remote(
     Errors of the call are raised by ``to_here()`` / ``rpc_async()`` on the
     RRef. Callable from the event loop or from a plain remote function's thread.
     """
+    _warn_if_it_assigns_globals(func)
     agent = current_agent()
-    address = agent.directory.get(to) if isinstance(to, str) else None
+    address = agent.known_address(to) if isinstance(to, str) else None
     if address is None:
         raise RuntimeError(
             f"could not find destination name {to!r}: the workers are {', '.join(agent.worker_names()) or 'none'}"
         )
+    return _remote_at(to, address, func, args, kwargs)
+
+
+def _remote_at(
+    to: str, address: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None
+) -> RRef:
+    agent = current_agent()
     rref_id = agent.new_id()
     coro = _create(agent, address, rref_id, func, tuple(args), dict(kwargs or {}), current_context())
     try:
@@ -224,6 +382,11 @@ async def _parameter_rrefs_here(rref: RRef) -> list[RRef]:
     return out
 
 
-async def parameter_rrefs(rref: RRef) -> list[RRef]:
-    """An RRef per parameter of the ``nn.Module`` that ``rref`` names (owned where the module is)."""
-    return await _on_owner(rref, _parameter_rrefs_here, (rref,), None)  # type: ignore[no-any-return]
+def parameter_rrefs(rref: RRef) -> Any:
+    """An RRef per parameter of the ``nn.Module`` that ``rref`` names (owned where the module is).
+
+    ``await dist.parameter_rrefs(rref)`` under an event loop; the list itself in a thread that runs none.
+    """
+    return awaitable_or_run(
+        "dist.parameter_rrefs", "await dist.parameter_rrefs(rref)", _on_owner(rref, _parameter_rrefs_here, (rref,), None)
+    )

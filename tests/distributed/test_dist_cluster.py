@@ -126,8 +126,17 @@ async def _kill_and_expect_lost(worker: str, pending: "asyncio.Future[object]") 
 
 
 @pytest.mark.asyncio
-async def test_a_killed_worker_fails_rpc_and_backward_within_10_s() -> None:
+async def test_joining_a_tls_scheduler_without_security_says_what_to_pass() -> None:
+    with pytest.raises(ValueError, match=r"TLS scheduler: pass the driver's certificates, .*security=.*Security\(tls_ca_file"):
+        await dist.init(address="tls://127.0.0.1:1")
+
+
+@pytest.mark.asyncio
+async def test_a_killed_worker_fails_rpc_and_backward_within_10_s(monkeypatch: pytest.MonkeyPatch) -> None:
     """Destructive: its own cluster, of three workers (one per way of leaving)."""
+    import aiograd.distributed._agent as agent_module
+
+    monkeypatch.setattr(agent_module, "LOST_KEPT_S", 0.5)  # departed workers leave the driver's maps
     await dist.init(n_workers=3)
     try:
         # A killed process: its connections break at once.
@@ -161,7 +170,16 @@ async def test_a_killed_worker_fails_rpc_and_backward_within_10_s() -> None:
             await wait_until_started(recorder)
             await _kill_and_expect_lost("worker2", task)
             assert dist.debug_info()["num_current_backward_passes"] == 0
+            t0 = time.monotonic()
+        assert time.monotonic() - t0 < 1.0  # the release does not wait on the lost worker
         assert dist.debug_info() == {"num_current_backward_passes": 0, "num_autograd_contexts": 0}
+        agent = dist_process().driver.agent  # type: ignore[attr-defined]
+        for _ in range(100):
+            if not agent._lost and set(agent.names.values()) == {"driver"}:
+                break
+            await asyncio.sleep(0.05)
+        assert agent._lost == {} and set(agent.names.values()) == {"driver"}
+        assert dist.workers() == []
     finally:
         await dist.shutdown()
 
@@ -176,3 +194,47 @@ def dist_process() -> object:
     from aiograd.distributed._state import process
 
     return process
+
+
+def _make_tls_files(d: "os.PathLike[str]") -> dict[str, str]:
+    """A throwaway CA and one certificate for 127.0.0.1, made with the openssl command line."""
+    import pathlib
+
+    p = pathlib.Path(d)
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=p)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=aiograd-test-ca",
+        "-keyout", "ca-key.pem", "-out", "ca.pem")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "key.pem", "-out", "req.pem")
+    (p / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "req.pem", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial", "-days", "1",
+        "-extfile", "ext.cnf", "-out", "cert.pem")
+    return {"ca": str(p / "ca.pem"), "cert": str(p / "cert.pem"), "key": str(p / "key.pem")}
+
+
+@pytest.mark.asyncio
+async def test_a_tls_cluster_carries_calls_and_backward_encrypted(tmp_path: "os.PathLike[str]") -> None:
+    from distributed.security import Security
+
+    files = _make_tls_files(tmp_path)
+    security = Security(tls_ca_file=files["ca"], tls_client_cert=files["cert"], tls_client_key=files["key"],
+                        tls_scheduler_cert=files["cert"], tls_scheduler_key=files["key"],
+                        tls_worker_cert=files["cert"], tls_worker_key=files["key"], require_encryption=True)
+    await dist.init(n_workers=1, security=security)
+    try:
+        agent = dist_process().driver.agent  # type: ignore[attr-defined]
+        assert agent.address.startswith("tls://127.0.0.1:")  # the driver's own server too
+        assert all(a.startswith("tls://") for a in agent.directory.values())
+        x = ag.tensor([1.0, 2.0], dtype=ag.float64, requires_grad=True)
+        async with dist.context() as cid:
+            y = await dist.rpc_async("worker0", _square, args=(x,))
+            await dist.backward(cid, [y.sum()])
+            assert dist.get_gradients(cid)[x].tolist() == [2.0, 4.0]
+    finally:
+        await dist.shutdown()
+
+
+def _square(x: ag.Tensor) -> ag.Tensor:
+    return x * x

@@ -133,7 +133,7 @@ async def test_the_profiler_sees_the_driver_part(dist_cluster: str) -> None:
 
 async def test_leaves_on_a_worker_get_their_gradients_there(dist_cluster: str) -> None:
     holder = dist.remote("worker1", Holder)
-    w_local = (await holder.to_here()).w.detach().requires_grad_()  # arrives detached: outside a context
+    w_local = (await holder.to_here()).w  # a fresh leaf that requires grad: fetched outside a context
     x = ag.randn(2, 3, dtype=F64, requires_grad=True)
     loss_local = (x @ w_local).tanh().sum()
     gx, gw = await ag.grad(loss_local, [x, w_local])

@@ -66,3 +66,36 @@ def test_a_script_runs_as_a_user_runs_it(dask_cluster: str) -> None:
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "largest gradient difference from the local run" in out.stdout
+
+
+@pytest.mark.asyncio
+async def test_parameter_server_with_synchronous_trainers_equals_one_process(dask_cluster: str) -> None:
+    result = await example("parameter_server").main(dask_cluster, n_trainers=1, steps=4, sequential=True)
+    assert result["max_param_diff"] < 1e-10, result
+    (losses,) = result["losses"]
+    assert len(losses) == 4 and losses[-1] < losses[0]
+    await all_released(dask_cluster)
+
+
+@pytest.mark.asyncio
+async def test_batch_updating_parameter_server_equals_one_process() -> None:
+    """Its own local cluster: a server and two trainers need three workers."""
+    result = await example("batch_updates").main(None, n_trainers=2, steps=3)
+    assert result["max_param_diff"] < 1e-10, result
+    assert [len(x) for x in result["losses"]] == [3, 3]
+
+
+@pytest.mark.asyncio
+async def test_rl_observers_on_workers_agent_on_the_driver_equals_one_process(dask_cluster: str) -> None:
+    result = await example("rl").main(dask_cluster, n_observers=2, episodes=3)
+    assert result["max_grad_diff"] < 1e-12, result
+    assert len(result["mean_rewards"]) == 3
+    await all_released(dask_cluster)
+
+
+@pytest.mark.asyncio
+async def test_synchronous_rref_pipeline_equals_one_process(dask_cluster: str) -> None:
+    result = await example("pipeline_sync").main(dask_cluster, steps=3)
+    assert result["max_param_diff"] < 1e-10, result
+    assert len(result["losses"]) == 3
+    await all_released(dask_cluster)

@@ -76,3 +76,40 @@ async def test_needs_rrefs_to_parameters(dist_cluster: str) -> None:
         dist.DistributedOptimizer(ag.optim.SGD, [ag.zeros(2, requires_grad=True)], lr=0.1)
     with pytest.raises(ValueError, match="empty parameter list"):
         dist.DistributedOptimizer(ag.optim.SGD, [], lr=0.1)
+
+
+# ----- torch's synchronous trainer, on a worker thread (NOTE [Blocking calls]) ----------------------
+
+
+def sync_trainer(server: dist.RRef, x: ag.Tensor, steps: int) -> list[float]:
+    """The parameter-server example's trainer as torch writes it: no await anywhere."""
+    params = dist.parameter_rrefs(server)
+    opt = dist.DistributedOptimizer(ag.optim.SGD, params, lr=0.1)
+    losses = []
+    for _ in range(steps):
+        with dist.context() as cid:
+            loss = server.rpc_sync().forward(x).pow(2).sum()
+            dist.backward(cid, [loss])
+            opt.step(cid)
+            losses.append(float(loss.item()))
+    return losses
+
+
+async def test_a_synchronous_trainer_on_a_worker_matches_local_training(dist_cluster: str) -> None:
+    ag.manual_seed(3)
+    x = ag.randn(4, 3, dtype=F64)
+    server = dist.remote("worker0", ag.nn.Linear, args=(3, 2), kwargs={"dtype": F64})
+    local = await server.to_here()  # the same initial parameters, requiring grad (fresh leaves)
+    assert all(p.requires_grad for p in local.parameters())
+    opt = ag.optim.SGD(local.parameters(), lr=0.1)
+    expected = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = local(x).pow(2).sum()
+        await loss.backward()
+        opt.step()
+        expected.append(float(loss.item()))
+    losses = await dist.rpc_async("worker1", sync_trainer, args=(server, x, 3))
+    np.testing.assert_allclose(losses, expected, rtol=1e-12)
+    final = await server.to_here()
+    np.testing.assert_allclose(final.weight.detach().numpy(), local.weight.detach().numpy(), rtol=1e-12)

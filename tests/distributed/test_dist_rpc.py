@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -119,11 +120,12 @@ async def test_nested_calls_worker_to_worker_and_back(dist_cluster: str) -> None
     np.testing.assert_array_equal(r.numpy(), [7.0, -5.0])
 
 
-async def test_outside_a_context_tensors_cross_detached_both_ways(dist_cluster: str) -> None:
+async def test_outside_a_context_tensors_cross_as_fresh_leaves_both_ways(dist_cluster: str) -> None:
     x = ag.tensor([1.0, 2.0], requires_grad=True)
-    assert await dist.rpc_async("worker0", describe, args=(x * 1.0,)) == (False, None)
+    assert await dist.rpc_async("worker0", describe, args=(x * 1.0,)) == (True, None)
+    assert await dist.rpc_async("worker0", describe, args=(ag.tensor([1.0]),)) == (False, None)
     back = await dist.rpc_async("worker0", make_leaf_requiring_grad)
-    assert not back.requires_grad and back.grad_fn is None
+    assert back.requires_grad and back.grad_fn is None
 
 
 async def test_inside_a_context_send_and_recv_are_recorded(dist_cluster: str) -> None:
@@ -133,8 +135,8 @@ async def test_inside_a_context_send_and_recv_are_recorded(dist_cluster: str) ->
         assert await dist.rpc_async("worker0", describe, args=(ag.tensor([1.0]),)) == (False, None)
         back = await dist.rpc_async("worker0", make_leaf_requiring_grad)
         assert back.requires_grad and back.grad_fn.name() == "RecvRpcBackward"
-        with ag.no_grad():
-            assert await dist.rpc_async("worker0", describe, args=(x,)) == (False, None)
+        with ag.no_grad():  # nothing recorded: a fresh leaf, as outside a context
+            assert await dist.rpc_async("worker0", describe, args=(x,)) == (True, None)
 
 
 async def test_async_remote_functions_on_one_worker_run_concurrently(dist_cluster: str) -> None:
@@ -203,9 +205,11 @@ async def test_parameter_rrefs_of_a_remote_module(dist_cluster: str) -> None:
     assert len(params) == 2 and all(p.owner() == "worker0" for p in params)
     here = await params[0].to_here()
     assert isinstance(here, ag.nn.Parameter) and here.shape == (2, 3)
+    assert here.requires_grad and here.grad_fn is None  # a parameter server's parameters keep requires_grad
     module = await model_rref.to_here()
     assert isinstance(module, ag.nn.Linear) and isinstance(module.weight, ag.nn.Parameter)
-    np.testing.assert_array_equal(module.weight.numpy(), here.numpy())
+    assert module.weight.requires_grad
+    np.testing.assert_array_equal(module.weight.detach().numpy(), here.detach().numpy())
 
 
 async def test_the_value_of_a_collected_rref_is_freed_on_its_owner(dist_cluster: str) -> None:
@@ -220,3 +224,121 @@ async def test_the_value_of_a_collected_rref_is_freed_on_its_owner(dist_cluster:
             break
         await asyncio.sleep(0.02)
     assert not await dist.rpc_async("worker1", holds, args=(rid,))
+
+
+# ----- torch's blocking names (NOTE [Blocking calls]) ----------------------------------------------
+
+
+def sync_chain(x: ag.Tensor) -> tuple[str, ag.Tensor, str]:
+    """A plain remote function (a worker thread): torch's rpc_sync, to the other worker and to the driver."""
+    me = dist.get_worker_name()
+    other = next(w for w in dist.workers() if w != me)
+    y = dist.rpc_sync(other, double, args=(x,))
+    fut = dist.rpc_async(other, double, args=(y,))
+    assert isinstance(fut, dist.Future)
+    z = fut.wait()
+    return me, z, dist.rpc_sync("driver", dist.get_worker_name)
+
+
+async def async_reaches_driver() -> str:
+    return await dist.rpc_async("driver", dist.get_worker_name)
+
+
+def rpc_sync_on_a_loop() -> None:
+    async def inner() -> None:
+        dist.rpc_sync("worker0", double, args=(ag.tensor([1.0]),))
+
+    asyncio.run(inner())
+
+
+async def test_rpc_sync_and_future_wait_from_a_worker_thread(dist_cluster: str) -> None:
+    me, z, driver = await dist.rpc_async("worker1", sync_chain, args=(ag.tensor([1.0, 2.0]),))
+    assert me == "worker1" and driver == "driver"
+    np.testing.assert_array_equal(z.numpy(), [4.0, 8.0])
+    assert await dist.rpc_async("worker0", async_reaches_driver) == "driver"
+
+
+async def test_rpc_sync_in_a_running_loop_points_at_rpc_async(dist_cluster: str) -> None:
+    with pytest.raises(RuntimeError, match=r"use `await dist.rpc_async\(...\)` here"):
+        dist.rpc_sync("worker0", double, args=(ag.tensor([1.0]),))
+
+
+async def test_rpc_sync_from_a_driver_thread(dist_cluster: str) -> None:
+    def train() -> tuple[ag.Tensor, int]:
+        counter = dist.remote("worker0", Counter, args=(1,))
+        counter.rpc_sync().add(2)
+        return dist.rpc_sync("worker1", double, args=(ag.tensor([3.0]),)), counter.rpc_sync().add(0)
+
+    y, n = await asyncio.to_thread(train)
+    assert y.tolist() == [6.0] and n == 3
+
+
+async def test_rref_proxies_rpc_sync_and_remote(dist_cluster: str) -> None:
+    counter = dist.remote("worker1", Counter, args=(5,))
+    n_rref = counter.remote().add(1)  # an RRef to 6, kept on worker1
+    assert isinstance(n_rref, dist.RRef) and n_rref.owner() == "worker1"
+    assert await n_rref.to_here() == 6
+    assert await counter.rpc_async().aget() == 6
+    with pytest.raises(RuntimeError, match=r"use `await rref.rpc_async\(\).add\(...\)` here"):
+        counter.rpc_sync().add(1)
+
+
+def info_here() -> tuple[object, object, object]:
+    return tuple(dist.get_worker_info()), tuple(dist.get_worker_info("driver")), dist.get_worker_info("worker0").id
+
+
+async def test_get_worker_info(dist_cluster: str) -> None:
+    info = dist.get_worker_info()
+    assert (info.name, info.id) == ("driver", 0)
+    assert dist.get_worker_info("worker1") == dist.WorkerInfo("worker1", 2)
+    assert await dist.rpc_async("worker1", info_here) == (("worker1", 2), ("driver", 0), 1)
+    with pytest.raises(RuntimeError, match="could not find destination name 'nobody'"):
+        dist.get_worker_info("nobody")
+
+
+# ----- functions sent by value, per-worker state (NOTE [Functions sent by value]) -----------------
+
+_SERVER: Counter | None = None
+
+
+def singleton_by_global() -> int:
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = Counter(0)
+    return _SERVER.add(1)
+
+
+def singleton_by_worker_local() -> int:
+    return dist.worker_local("test_dist_rpc.counter", lambda: Counter(0)).add(1)
+
+
+async def test_a_by_value_function_assigning_a_global_warns_and_worker_local_persists(dist_cluster: str) -> None:
+    from aiograd.distributed import rpc
+
+    rpc._checked_code.discard(singleton_by_global.__code__)
+    with pytest.warns(RuntimeWarning, match=r"singleton_by_global assigns the global\(s\) _SERVER and travels by value"):
+        first = await dist.rpc_async("worker0", singleton_by_global)
+    assert (first, await dist.rpc_async("worker0", singleton_by_global)) == (1, 1)  # a fresh copy each call
+    counts = [await dist.rpc_async("worker1", singleton_by_worker_local) for _ in range(3)]
+    assert counts == [counts[0], counts[0] + 1, counts[0] + 2]
+
+
+# ----- leaving a context past a peer that timed out (NOTE [Releasing past a failed peer]) ----------
+
+
+async def blocks_its_loop(seconds: float) -> str:
+    time.sleep(seconds)  # the mistake: a blocking call in an async remote function
+    return "done"
+
+
+async def test_leaving_a_context_does_not_wait_for_a_peer_that_timed_out(dist_cluster: str) -> None:
+    async with dist.context():
+        with pytest.raises(TimeoutError, match="worker0"):
+            await dist.rpc_async("worker0", blocks_its_loop, args=(2.0,), timeout=0.3)
+        t0 = time.monotonic()
+    assert time.monotonic() - t0 < 1.0
+    for _ in range(200):  # worker0 releases it once its loop runs again
+        if (await dist.rpc_async("worker0", dist.debug_info))["num_autograd_contexts"] == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert (await dist.rpc_async("worker0", dist.debug_info))["num_autograd_contexts"] == 0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -30,8 +33,22 @@ def test_parameters_stay_parameters_and_arrays_arrive_writeable() -> None:
     payload, crossing = encode([p, np.arange(3.0)], with_grad=False)
     assert crossing == []
     (q, arr), received = payload.decode()
-    assert isinstance(q, ag.nn.Parameter) and not q.requires_grad and received == []
+    assert isinstance(q, ag.nn.Parameter) and q.requires_grad and q.grad_fn is None and received == []
     assert q._data.flags.writeable and arr.flags.writeable
+
+
+def test_outside_autograd_a_tensor_arrives_as_a_fresh_leaf_keeping_requires_grad() -> None:
+    # NOTE [Pickled tensors]: as pickle does, both ways; the graph and .grad stay behind.
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    x.grad = ag.ones(2)
+    frozen = ag.nn.Parameter(ag.tensor([3.0]), requires_grad=False)
+    payload, crossing = encode((x, x * 2.0, ag.tensor([1.0]), frozen), with_grad=False)
+    assert crossing == []
+    (a, b, c, d), _ = payload.decode()
+    assert a.requires_grad and a.is_leaf and a.grad is None
+    assert b.requires_grad and b.is_leaf and b.grad_fn is None
+    assert not c.requires_grad
+    assert isinstance(d, ag.nn.Parameter) and not d.requires_grad
 
 
 def test_small_values_travel_inline_and_large_ones_as_frames() -> None:
@@ -45,3 +62,31 @@ def test_small_values_travel_inline_and_large_ones_as_frames() -> None:
     assert isinstance(to_wire(big), Serialize)
     t, _ = from_wire(to_wire(small)).decode()
     np.testing.assert_array_equal(t.numpy(), np.ones(4, np.float32))
+
+
+def test_functions_by_value_stay_by_value_with_the_by_reference_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # NOTE [By-reference cache]: a function first sent by reference, then registered to travel
+    # by value, travels by value: a cached "by reference" answer does not outlive the change.
+    import importlib
+
+    import cloudpickle
+
+    (tmp_path / "aiograd_wire_cache_probe.py").write_text("def f(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("aiograd_wire_cache_probe")
+    try:
+        by_ref, _ = encode(module.f, with_grad=False)
+        assert b"aiograd_wire_cache_probe" in bytes(by_ref.frames[0]) and b"return" not in bytes(by_ref.frames[0])
+        cloudpickle.register_pickle_by_value(module)
+        try:
+            by_value, _ = encode(module.f, with_grad=False)
+        finally:
+            cloudpickle.unregister_pickle_by_value(module)
+        del sys.modules["aiograd_wire_cache_probe"]
+        monkeypatch.syspath_prepend(str(tmp_path / "nowhere"))
+        (tmp_path / "aiograd_wire_cache_probe.py").unlink()  # unimportable now: only a by-value pickle loads
+        importlib.invalidate_caches()
+        g, _ = by_value.decode()
+        assert g(1) == 2
+    finally:
+        sys.modules.pop("aiograd_wire_cache_probe", None)
