@@ -43,6 +43,8 @@ from . import utils
 from . import serialization
 from .serialization import load, save
 from . import distributions
+from . import amp  # GradScaler / autocast, so mixed-precision training scripts run
+from .amp import autocast
 from .tensor import __all__ as _tensor_all
 from ._torch_names import __all__ as _names_all
 from ._legacy import __all__ as _legacy_all
@@ -69,5 +71,6 @@ __all__ = (
         "testing",
         "save", "load", "serialization",
         "distributions",
+        "amp", "autocast",
     ]
 )
