@@ -26,7 +26,7 @@ from ._warn import warn_user
 from .autograd.grad_mode import no_grad
 from .tensor import Tensor
 
-__all__ = ["GradScaler", "autocast", "is_autocast_available"]
+__all__ = ["GradScaler", "autocast", "is_autocast_available", "CudaAmp"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -263,3 +263,31 @@ class GradScaler:
         self._growth_interval = int(state_dict["growth_interval"])
         self._init_growth_tracker = int(state_dict["_growth_tracker"])
         self._growth_tracker = self._init_growth_tracker
+
+
+class _CudaGradScaler(GradScaler):
+    """``torch.cuda.amp.GradScaler(...)``: deprecated in torch for ``GradScaler("cuda", ...)``,
+    which in aiograd (no CUDA) warns and disables itself when enabled."""
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True) -> None:
+        warn_user("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+                  "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning)
+        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+
+class _CudaAutocast(autocast):
+    """``torch.cuda.amp.autocast(...)``: deprecated in torch for ``autocast("cuda", ...)``, a no-op here."""
+
+    def __init__(self, enabled: bool = True, dtype: Any = None, cache_enabled: bool = True) -> None:
+        warn_user("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
+                  "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning)
+        super().__init__("cuda", dtype, enabled, cache_enabled)
+
+
+class CudaAmp:
+    """``ag.cuda.amp``: the deprecated CUDA spellings of ``GradScaler`` and ``autocast``
+    (``torch.cuda.amp.GradScaler(enabled=...)`` in nanoGPT's ``train.py``)."""
+
+    GradScaler = _CudaGradScaler
+    autocast = _CudaAutocast

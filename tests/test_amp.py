@@ -113,3 +113,13 @@ def test_autocast_no_op_paths_and_refusal() -> None:
     with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
         ag.autocast(0)  # type: ignore[arg-type]
     assert not ag.amp.is_autocast_available("cpu")
+
+
+def test_cuda_amp_spellings_warn_as_torch_and_disable() -> None:
+    # nanoGPT train.py: scaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))
+    with pytest.warns(FutureWarning, match=r"`torch.cuda.amp.GradScaler\(args...\)` is deprecated"):
+        s = ag.cuda.amp.GradScaler(enabled=False)
+    assert isinstance(s, ag.amp.GradScaler) and not s.is_enabled()
+    with pytest.warns(FutureWarning, match=r"`torch.cuda.amp.autocast\(args...\)` is deprecated"):
+        with ag.cuda.amp.autocast(enabled=False):
+            pass
