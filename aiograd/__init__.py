@@ -45,6 +45,8 @@ from .serialization import load, save
 from . import distributions
 from . import sparse
 from ._sparse import layout, sparse_coo, strided
+from . import amp  # GradScaler / autocast, so mixed-precision training scripts run
+from .amp import autocast
 from .tensor import __all__ as _tensor_all
 from ._torch_names import __all__ as _names_all
 from ._legacy import __all__ as _legacy_all
@@ -72,5 +74,6 @@ __all__ = (
         "save", "load", "serialization",
         "distributions",
         "sparse", "layout", "sparse_coo", "strided",
+        "amp", "autocast",
     ]
 )

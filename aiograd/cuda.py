@@ -15,6 +15,8 @@ __all__ = [
     "is_bf16_supported", "synchronize", "current_device", "get_device_name", "set_device", "get_rng_state",
 ]
 
+from .amp import CudaAmp as amp  # noqa: E402  torch.cuda.amp.GradScaler / autocast (deprecated spellings)
+
 _NO_CUDA = "aiograd has no CUDA devices (its tensors are numpy arrays); check ag.cuda.is_available() first"
 
 

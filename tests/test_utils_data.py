@@ -848,3 +848,14 @@ async def test_a_prefetched_batch_is_still_a_checkpoint() -> None:
         tg.cancel_scope.cancel()
     assert got == [i * i for i in range(10)]
     assert seen[-1] - seen[0] >= 5
+
+
+def test_random_sampler_replacement_is_lazy() -> None:
+    # makemore's InfiniteDataLoader: num_samples=int(1e10) must not allocate 1e10 indices up front
+    s = RandomSampler(range(7), replacement=True, num_samples=int(1e10), generator=ag.Generator().manual_seed(3))
+    it = iter(s)
+    first = [next(it) for _ in range(3000)]
+    assert len(s) == int(1e10) and set(first) == set(range(7))
+    # the chunked draws are the same stream as one draw of the same length
+    a = list(RandomSampler(range(7), replacement=True, num_samples=3000, generator=ag.Generator().manual_seed(3)))
+    assert a == first

@@ -64,6 +64,9 @@ class SequentialSampler(Sampler[int]):
         return len(self.data_source)
 
 
+_DRAW_CHUNK = 1024  # indices drawn at once by RandomSampler(replacement=True)
+
+
 class RandomSampler(Sampler[int]):
     """Indices in random order: a fresh permutation each pass, or, with ``replacement=True``,
     ``num_samples`` independent draws.
@@ -97,7 +100,13 @@ class RandomSampler(Sampler[int]):
         n = len(self.data_source)
         rng = _pass_rng(self.generator, "RandomSampler")
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            # NOTE [Lazy draws]: a sampler with a huge num_samples (makemore's "infinite" loader
+            # asks for 1e10) must not allocate them all; draw a chunk at a time, as torch draws 32.
+            left = self.num_samples
+            while left > 0:
+                chunk = min(left, _DRAW_CHUNK)
+                yield from rng.integers(0, n, size=chunk).tolist()
+                left -= chunk
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
