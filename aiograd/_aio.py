@@ -59,7 +59,7 @@ def running_loop_kind() -> str | None:
         return "asyncio"
     if _sniffio_thread is None:
         return None
-    return _sniffio_thread.name  # type: ignore[no-any-return]
+    return _sniffio_thread.name
 
 
 def checkpoint_function() -> Callable[[], Any]:
@@ -136,7 +136,7 @@ def thread_poster() -> Callable[..., Any]:
     if kind == "trio":
         import trio
 
-        return trio.lowlevel.current_trio_token().run_sync_soon  # type: ignore[no-any-return]
+        return trio.lowlevel.current_trio_token().run_sync_soon
     if kind is None:
         return ThreadInbox()
     return asyncio.get_running_loop().call_soon_threadsafe

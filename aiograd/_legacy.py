@@ -35,7 +35,7 @@ class _TensorType(type):
 
     dtype: np.dtype
 
-    def __call__(cls, *args: Any, device: DeviceLike | None = None) -> Tensor:  # type: ignore[override]
+    def __call__(cls, *args: Any, device: DeviceLike | None = None) -> Tensor:
         data = _legacy_data(cls.__name__, args, cls.dtype, device)
         if isinstance(data, Tensor):
             return data

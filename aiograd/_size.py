@@ -44,7 +44,7 @@ class Size(tuple[int, ...]):
         got = tuple.__getitem__(self, key)
         return tuple.__new__(Size, got) if isinstance(key, slice) else got
 
-    def __add__(self, other: tuple[Any, ...]) -> "Size":  # type: ignore[override]
+    def __add__(self, other: tuple[Any, ...]) -> "Size":
         if not isinstance(other, tuple):
             return NotImplemented
         return Size(tuple.__add__(self, other))

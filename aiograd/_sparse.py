@@ -184,7 +184,7 @@ class SparseCOO:
         sd = self.sparse_dim
         if sd == 0:
             return np.zeros(self.nnz, np.int64)
-        return np.ravel_multi_index(tuple(self.indices), self.shape[:sd])  # type: ignore[no-any-return]
+        return np.ravel_multi_index(tuple(self.indices), self.shape[:sd])
 
     def coalesce(self) -> "SparseCOO":
         """Sorted, unique indices with the values of repeated ones summed (itself if already so)."""

@@ -71,7 +71,7 @@ class Device:
     def __hash__(self) -> int:
         return hash((self.type, self.index))
 
-    def __reduce__(self):  # type: ignore[no-untyped-def]
+    def __reduce__(self):
         return (Device, (self._name,))
 
 

@@ -252,7 +252,7 @@ def _figure_class(mpl_figure: Any) -> type:
     """``matplotlib.figure.Figure`` that a notebook displays as PNG without pyplot's inline backend."""
     if not _FIGURE:
 
-        class Figure(mpl_figure.Figure):  # type: ignore[misc, name-defined]
+        class Figure(mpl_figure.Figure):
             """A matplotlib Figure with ``_repr_png_`` (a bare Figure has no notebook display of its own)."""
 
             def _repr_png_(self) -> bytes:

@@ -1146,7 +1146,7 @@ class _FastPickler(_TensorReducer, pickle.Pickler):
 
 
 # the pure-Python pickler: typeshed does not describe its save/save_global/write/memoize
-_PyPickler: Any = pickle._Pickler  # type: ignore[attr-defined]
+_PyPickler: Any = pickle._Pickler
 
 
 class _PurePickler(_TensorReducer, _PyPickler):

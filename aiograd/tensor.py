@@ -416,10 +416,10 @@ class Tensor(_TensorMethods):
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._data.shape[0]))  # type: ignore[index]
+        return (self[i] for i in range(self._data.shape[0]))
 
     def __hash__(self) -> int:
         return id(self)
@@ -533,7 +533,7 @@ class Tensor(_TensorMethods):
                 "at the moment."
             )
         if id(self) in memo:
-            return memo[id(self)]  # type: ignore[no-any-return]
+            return memo[id(self)]
         t = type(self)._wrap(self._data.copy(), self._device)
         t._requires_grad = self._requires_grad
         if self._grad is not None:
@@ -935,7 +935,7 @@ def as_tensor(data: Any, dtype: DTypeLike = None, device: DeviceLike | None = No
     if isinstance(data, Tensor) and (dtype is None or np.dtype(dtype) == data.dtype):
         if device is None or Device(device) is data._device:
             return data
-        return data.to(device)  # type: ignore[attr-defined]
+        return data.to(device)
     return _make(_to_array(data, dtype, copy=False), device, False)
 
 

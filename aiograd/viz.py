@@ -130,12 +130,12 @@ def _digraph_class(graphviz: Any) -> type:
     """``graphviz.Digraph`` whose notebook display falls back to the DOT source when ``dot`` is missing."""
     if not _DIGRAPH:
 
-        class Digraph(graphviz.Digraph):  # type: ignore[misc, name-defined]
+        class Digraph(graphviz.Digraph):
             """A graphviz.Digraph that shows its DOT source in a notebook when Graphviz's `dot` is absent."""
 
             def _repr_mimebundle_(self, include: Any = None, exclude: Any = None, **kwargs: Any) -> dict[str, Any]:
                 try:
-                    return super()._repr_mimebundle_(include, exclude, **kwargs)  # type: ignore[no-any-return]
+                    return super()._repr_mimebundle_(include, exclude, **kwargs)
                 except graphviz.ExecutableNotFound:
                     return {"text/plain": self.source}
 

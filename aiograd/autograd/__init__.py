@@ -195,7 +195,7 @@ async def run_backward(
     await default_engine.execute(edges, grads, retain_graph, create_graph, True, outputs, progress=progress)
 
 
-class Gradients(tuple):  # type: ignore[type-arg]
+class Gradients(tuple):
     """The gradients ``ag.grad`` returns where no event loop runs: a tuple, as torch's, that
     may still be awaited (it gives itself), so code written for a loop runs too
     (NOTE [Sync outside a loop])."""
@@ -337,4 +337,4 @@ def grad_sync(
     _refuse_in_loop("grad_sync")
     args = (outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, is_grads_batched,
             materialize_grads)
-    return run_without_loop(lambda: run_grad(*args, progress=progress))  # type: ignore[no-any-return]
+    return run_without_loop(lambda: run_grad(*args, progress=progress))

@@ -325,12 +325,12 @@ def validate_grad(node_name: str, index: int, g: Any, meta: Any) -> Any:
             )
     if g.dtype != dtype:
         if isinstance(g, Tensor):
-            g = g.to(dtype)  # type: ignore[attr-defined]
+            g = g.to(dtype)
         else:
             g = as_payload(g).astype(dtype)
     if isinstance(g, Tensor) and g._device is not device:
         if g.ndim == 0:
-            g = g.to(device)  # type: ignore[attr-defined]
+            g = g.to(device)
         else:
             raise RuntimeError(
                 f"Function {node_name} returned an invalid gradient at index {index} - expected device "
@@ -488,7 +488,7 @@ def call_tensor_pre_hooks(gt: GraphTask, node: Node, grads: list[Any]) -> list[A
                 _check_hook_result(node, nr, new, meta)
                 grads[nr] = _unwrap_from_hook(new, g)
     if node.__class__ is AccumulateGrad:
-        leaf_hooks = node.variable._hooks  # type: ignore[attr-defined]
+        leaf_hooks = node.variable._hooks
         if leaf_hooks and grads[0] is not None:
             meta = node.input_metadata[0]
             for fn in list(leaf_hooks.values()):
@@ -804,7 +804,7 @@ class Engine:
                         if node._pre_hooks:
                             grads = call_pre_hooks(node, grads)
                     if node.__class__ is AG:
-                        gt.stage(node.variable, grads[0])  # type: ignore[attr-defined]  # NOTE [Staged gradients]
+                        gt.stage(node.variable, grads[0])  # NOTE [Staged gradients]
                         if monitor is not None:
                             monitor.ran(node, started)
                         continue

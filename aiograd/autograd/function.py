@@ -28,26 +28,26 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors: Tensor | None) -> None:
         """Keep tensors for backward; checked against in-place changes when read back."""
-        self._to_save = tensors  # type: ignore[attr-defined]
+        self._to_save = tensors
 
     @property
     def saved_tensors(self) -> tuple[Tensor | None, ...]:
         saved = self._saved  # type: ignore[attr-defined]
         if saved is None:
-            return unpack(self, None, True)  # type: ignore[arg-type, no-any-return]
+            return unpack(self, None, True)  # type: ignore[arg-type]
         return tuple(None if s is None else unpack(self, s, True) for s in saved)  # type: ignore[arg-type]
 
     def mark_non_differentiable(self, *tensors: Tensor) -> None:
         """Outputs that get no gradient (e.g. indices): they will not require grad."""
-        self._non_differentiable = set(map(id, tensors))  # type: ignore[attr-defined]
+        self._non_differentiable = set(map(id, tensors))
 
     def mark_dirty(self, *tensors: Tensor) -> None:
         """Inputs modified in place by forward."""
-        self._dirty = set(map(id, tensors))  # type: ignore[attr-defined]
+        self._dirty = set(map(id, tensors))
 
     def set_materialize_grads(self, value: bool) -> None:
         """Whether None output gradients are given to backward as zeros (default True)."""
-        self._materialize_grads = value  # type: ignore[attr-defined]
+        self._materialize_grads = value
 
 
 class BackwardCFunction(FunctionCtx, Node):
@@ -146,7 +146,7 @@ class _FunctionMeta(type):
 
     def __init__(cls, name: str, bases: tuple[type, ...], attrs: dict[str, Any]) -> None:
         super().__init__(name, bases, attrs)
-        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_function_cls": cls})  # type: ignore[attr-defined]
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_function_cls": cls})
 
 
 class Function(metaclass=_FunctionMeta):

@@ -56,7 +56,7 @@ def _grad_preprocess(inputs: tuple[Tensor, ...], create_graph: bool, need_graph:
     res = []
     for inp in inputs:
         if create_graph and inp.requires_grad:
-            res.append(inp.view_as(inp))  # type: ignore[attr-defined]
+            res.append(inp.view_as(inp))
         else:
             d = inp.detach()
             if need_graph:
@@ -263,7 +263,7 @@ def _stack_rows(rows: list[Tensor], shape: tuple[int, ...]) -> Tensor:
         return Tensor._wrap(np.stack([r._data for r in rows]).reshape(shape), rows[0].device)
     stack = getattr(ops, "stack", None)
     if stack is not None:
-        return stack(rows, 0).reshape(shape)  # type: ignore[no-any-return]
+        return stack(rows, 0).reshape(shape)
     # Without a stack op: sum of one-hot columns times rows (only mul, add, reshape).
     n = len(rows)
     acc: Any = None
@@ -272,7 +272,7 @@ def _stack_rows(rows: list[Tensor], shape: tuple[int, ...]) -> Tensor:
         e[j] = 1
         term = Tensor._wrap(e, r.device) * r.reshape((1,) + tuple(r.shape))
         acc = term if acc is None else acc + term
-    return acc.reshape(shape)  # type: ignore[no-any-return]
+    return acc.reshape(shape)
 
 
 async def jacobian(
@@ -355,7 +355,7 @@ async def hessian(
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
-        return out.reshape(())  # type: ignore[attr-defined, no-any-return]
+        return out.reshape(())
 
     async def jac_func(*inp: Tensor) -> Any:
         jac = await jacobian(ensure_single_output_function, inp, create_graph=True)

@@ -502,7 +502,7 @@ def accumulate_into_grad(variable: "Tensor", g: Any, owned: bool) -> None:
             if old is None:
                 variable._grad = g if g.grad_fn is not None else Tensor._wrap(copy_payload(g._data), variable._device)
             else:
-                variable._grad = old + g  # type: ignore[operator]
+                variable._grad = old + g
             return
         if old is None:
             if owned:
@@ -527,7 +527,7 @@ def accumulate_into_retained_grad(t: "Tensor", g: Any, owned: bool) -> None:
     with grad_lock(t):
         old = t._grad
         if isinstance(g, Tensor):
-            t._grad = g if old is None else old + g  # type: ignore[operator]
+            t._grad = g if old is None else old + g
         elif old is None:
             arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else copy_payload(g)
             t._grad = Tensor._wrap(arr, t._device)

@@ -125,7 +125,7 @@ def _progress_sink(progress: Any, total: int) -> ProgressCallback:
     if progress is True:
         return _TqdmProgress(total)
     if callable(progress):
-        return progress  # type: ignore[no-any-return]
+        return progress
     raise TypeError(
         f"progress must be True, False/None or a callable taking (done, total), got {type(progress).__name__}"
     )

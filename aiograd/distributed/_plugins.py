@@ -109,4 +109,4 @@ def _running(scheduler: Any) -> bool:
     """Whether the scheduler still serves (no messages while it closes: its comms are going away)."""
     from distributed.core import Status
 
-    return scheduler.status == Status.running  # type: ignore[no-any-return]
+    return scheduler.status == Status.running

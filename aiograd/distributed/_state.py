@@ -50,7 +50,7 @@ def current_agent() -> "Agent":
     driver = process.driver
     if driver is None:
         raise RuntimeError("aiograd.distributed is not initialized: call `await dist.init()` first")
-    return driver.agent  # type: ignore[no-any-return]
+    return driver.agent
 
 
 def current_context() -> "DistContext | None":

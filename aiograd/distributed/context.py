@@ -138,7 +138,7 @@ class context:
 
 
 async def _new_context(agent: Any) -> DistContext:
-    return agent.new_context()  # type: ignore[no-any-return]
+    return agent.new_context()
 
 
 def get_gradients(context_id: int) -> dict[Tensor, Tensor]:

@@ -77,7 +77,7 @@ def _replica(group: int) -> _Replica:
     replica = current_agent().local_state.get(_key(group))
     if replica is None:
         raise RuntimeError(f"this worker holds no replica of DataParallel group {group}: was it closed?")
-    return replica  # type: ignore[no-any-return]
+    return replica
 
 
 async def _setup(group: int, module: Any, loss_fn: Any, optimizer_class: type, defaults: dict[str, Any],
@@ -137,7 +137,7 @@ async def _step(group: int, step: int, args: tuple[Any, ...]) -> float:
     async def fetch(k: int) -> np.ndarray:
         if k == replica.rank:
             return await _reduced(group, step, k)
-        return await rpc_async(replica.workers[k], _reduced, args=(group, step, k))  # type: ignore[no-any-return]
+        return await rpc_async(replica.workers[k], _reduced, args=(group, step, k))
 
     await asyncio.gather(*(send(k) for k in range(n)))
     mean = np.concatenate(await asyncio.gather(*(fetch(k) for k in range(n)))) / n
@@ -154,7 +154,7 @@ async def _step(group: int, step: int, args: tuple[Any, ...]) -> float:
 
 
 async def _state_dict(group: int) -> dict[str, Any]:
-    return _replica(group).module.state_dict()  # type: ignore[no-any-return]
+    return _replica(group).module.state_dict()
 
 
 class DataParallel:
@@ -212,7 +212,7 @@ class DataParallel:
 
     async def state_dict(self) -> dict[str, Any]:
         """The model's parameters and buffers (the first worker's replica; all replicas are equal)."""
-        return await rpc_async(self.workers[0], _state_dict, args=(self.group,))  # type: ignore[no-any-return]
+        return await rpc_async(self.workers[0], _state_dict, args=(self.group,))
 
     async def close(self) -> None:
         """Drop the replicas and their optimizers on the workers."""

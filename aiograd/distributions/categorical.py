@@ -59,7 +59,7 @@ class Categorical(Distribution):
         new = self._expand_params(Categorical, batch_shape, _instance, {"probs": 1, "logits": 1})
         new._param = new.probs if "probs" in self.__dict__ and self._param is self.probs else new.logits
         new._num_events = self._num_events
-        return new  # type: ignore[no-any-return]
+        return new
 
     @lazy_property
     def logits(self) -> Tensor:
@@ -140,7 +140,7 @@ class OneHotCategorical(Distribution):
         new._categorical = self._categorical.expand(batch_shape)
         Distribution.__init__(new, tuple(batch_shape), self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return new
 
     @property
     def probs(self) -> Tensor:
@@ -217,7 +217,7 @@ class Multinomial(Distribution):
         new._categorical = self._categorical.expand(batch_shape)
         Distribution.__init__(new, tuple(batch_shape), self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self) -> constraints.Constraint:

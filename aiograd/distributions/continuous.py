@@ -51,7 +51,7 @@ class Normal(Distribution):
         super().__init__(tuple(self.loc.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Normal":
-        return self._expand_params(Normal, batch_shape, _instance, {"loc": 0, "scale": 0})  # type: ignore[no-any-return]
+        return self._expand_params(Normal, batch_shape, _instance, {"loc": 0, "scale": 0})
 
     @property
     def mean(self) -> Tensor:
@@ -104,7 +104,7 @@ class Uniform(Distribution):
             raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Uniform":
-        return self._expand_params(Uniform, batch_shape, _instance, {"low": 0, "high": 0})  # type: ignore[no-any-return]
+        return self._expand_params(Uniform, batch_shape, _instance, {"low": 0, "high": 0})
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> constraints.Constraint:
@@ -162,7 +162,7 @@ class Exponential(Distribution):
         super().__init__(tuple(self.rate.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Exponential":
-        return self._expand_params(Exponential, batch_shape, _instance, {"rate": 0})  # type: ignore[no-any-return]
+        return self._expand_params(Exponential, batch_shape, _instance, {"rate": 0})
 
     @property
     def mean(self) -> Tensor:
@@ -213,7 +213,7 @@ class Laplace(Distribution):
         super().__init__(tuple(self.loc.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Laplace":
-        return self._expand_params(Laplace, batch_shape, _instance, {"loc": 0, "scale": 0})  # type: ignore[no-any-return]
+        return self._expand_params(Laplace, batch_shape, _instance, {"loc": 0, "scale": 0})
 
     @property
     def mean(self) -> Tensor:
@@ -267,7 +267,7 @@ class Cauchy(Distribution):
         super().__init__(tuple(self.loc.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Cauchy":
-        return self._expand_params(Cauchy, batch_shape, _instance, {"loc": 0, "scale": 0})  # type: ignore[no-any-return]
+        return self._expand_params(Cauchy, batch_shape, _instance, {"loc": 0, "scale": 0})
 
     @property
     def mean(self) -> Tensor:
@@ -314,7 +314,7 @@ class Gumbel(Distribution):
         super().__init__(tuple(self.loc.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Gumbel":
-        return self._expand_params(Gumbel, batch_shape, _instance, {"loc": 0, "scale": 0})  # type: ignore[no-any-return]
+        return self._expand_params(Gumbel, batch_shape, _instance, {"loc": 0, "scale": 0})
 
     @property
     def mean(self) -> Tensor:

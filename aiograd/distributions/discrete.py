@@ -80,7 +80,7 @@ class Bernoulli(_ProbsLogits):
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Bernoulli":
         new = self._expand_params(Bernoulli, batch_shape, _instance, {"probs": 0, "logits": 0})
         new._param = new.probs if "probs" in self.__dict__ else new.logits
-        return new  # type: ignore[no-any-return]
+        return new
 
     @property
     def mean(self) -> Tensor:
@@ -131,7 +131,7 @@ class Binomial(_ProbsLogits):
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Binomial":
         new = self._expand_params(Binomial, batch_shape, _instance, {"total_count": 0, "probs": 0, "logits": 0})
         new._param = new.probs if "probs" in self.__dict__ else new.logits
-        return new  # type: ignore[no-any-return]
+        return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> constraints.Constraint:
@@ -200,7 +200,7 @@ class Geometric(_ProbsLogits):
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Geometric":
         new = self._expand_params(Geometric, batch_shape, _instance, {"probs": 0, "logits": 0})
         new._param = new.probs if "probs" in self.__dict__ else new.logits
-        return new  # type: ignore[no-any-return]
+        return new
 
     @property
     def mean(self) -> Tensor:
@@ -245,7 +245,7 @@ class Poisson(Distribution):
         super().__init__(tuple(self.rate.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Poisson":
-        return self._expand_params(Poisson, batch_shape, _instance, {"rate": 0})  # type: ignore[no-any-return]
+        return self._expand_params(Poisson, batch_shape, _instance, {"rate": 0})
 
     @property
     def mean(self) -> Tensor:

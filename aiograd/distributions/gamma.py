@@ -31,7 +31,7 @@ class Gamma(Distribution):
         super().__init__(tuple(self.concentration.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Gamma":
-        return self._expand_params(Gamma, batch_shape, _instance,  # type: ignore[no-any-return]
+        return self._expand_params(Gamma, batch_shape, _instance,
                                    {"concentration": 0, "rate": 0})
 
     @property
@@ -122,7 +122,7 @@ class Dirichlet(Distribution):
         super().__init__(shape[:-1], shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Dirichlet":
-        return self._expand_params(Dirichlet, batch_shape, _instance,  # type: ignore[no-any-return]
+        return self._expand_params(Dirichlet, batch_shape, _instance,
                                    {"concentration": 1})
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
@@ -168,7 +168,7 @@ class Beta(Distribution):
         super().__init__(tuple(self.concentration1.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "Beta":
-        return self._expand_params(Beta, batch_shape, _instance,  # type: ignore[no-any-return]
+        return self._expand_params(Beta, batch_shape, _instance,
                                    {"concentration1": 0, "concentration0": 0})
 
     @property
@@ -214,7 +214,7 @@ class StudentT(Distribution):
         super().__init__(tuple(self.df.shape), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> "StudentT":
-        return self._expand_params(StudentT, batch_shape, _instance,  # type: ignore[no-any-return]
+        return self._expand_params(StudentT, batch_shape, _instance,
                                    {"df": 0, "loc": 0, "scale": 0})
 
     @property

@@ -44,7 +44,7 @@ class Independent(Distribution):
         new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return new
 
     @property
     def has_rsample(self) -> bool:  # type: ignore[override]
@@ -130,12 +130,12 @@ class MixtureSameFamily(Distribution):
         batch_shape = tuple(batch_shape)
         new = self._get_checked_instance(MixtureSameFamily, _instance)
         new._component_distribution = self._component_distribution.expand(batch_shape + (self._num_component,))
-        new._mixture_distribution = self._mixture_distribution.expand(batch_shape)  # type: ignore[assignment]
+        new._mixture_distribution = self._mixture_distribution.expand(batch_shape)
         new._num_component = self._num_component
         new._event_ndims = self._event_ndims
         Distribution.__init__(new, batch_shape, new._component_distribution.event_shape, validate_args=False)
         new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return new
 
     @constraints.dependent_property
     def support(self) -> Any:

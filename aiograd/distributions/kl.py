@@ -102,7 +102,7 @@ def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
 def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
     if bool((p.total_count < q.total_count).any()):
         raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
-    kl = p.total_count * _kl_bernoulli_bernoulli(p, q)  # type: ignore[arg-type]
+    kl = p.total_count * _kl_bernoulli_bernoulli(p, q)
     return kl.masked_fill(p.total_count > q.total_count, math.inf)
 
 

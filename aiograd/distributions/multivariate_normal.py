@@ -76,7 +76,7 @@ class MultivariateNormal(Distribution):
         new = self._expand_params(MultivariateNormal, batch_shape, _instance,
                                   {"loc": 1, "covariance_matrix": 2, "precision_matrix": 2, "scale_tril": 2})
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        return new  # type: ignore[no-any-return]
+        return new
 
     @lazy_property
     def scale_tril(self) -> Tensor:

@@ -67,7 +67,7 @@ class TransformedDistribution(Distribution):
         new.transforms = self.transforms
         Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return new
 
     @constraints.dependent_property(is_discrete=False)
     def support(self) -> Any:
@@ -142,7 +142,7 @@ class LogNormal(TransformedDistribution):
     """``exp(X)`` for X ~ Normal(loc, scale)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.positive  # type: ignore[assignment]
+    support = constraints.positive
     has_rsample = True
 
     def __init__(self, loc: Any, scale: Any, validate_args: Optional[bool] = None) -> None:
@@ -155,11 +155,11 @@ class LogNormal(TransformedDistribution):
 
     @property
     def loc(self) -> Tensor:
-        return self.base_dist.loc  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.loc  # type: ignore[attr-defined]
 
     @property
     def scale(self) -> Tensor:
-        return self.base_dist.scale  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.scale  # type: ignore[attr-defined]
 
     @property
     def mean(self) -> Tensor:
@@ -202,7 +202,7 @@ class LogitRelaxedBernoulli(_ProbsLogits):
         new = self._expand_params(LogitRelaxedBernoulli, batch_shape, _instance, {"probs": 0, "logits": 0})
         new.temperature = self.temperature
         new._param = new.probs if "probs" in self.__dict__ and self._param is self.probs else new.logits
-        return new  # type: ignore[no-any-return]
+        return new
 
     def rsample(self, sample_shape: Any = ()) -> Tensor:
         shape = self._extended_shape(sample_shape)
@@ -225,7 +225,7 @@ class RelaxedBernoulli(TransformedDistribution):
     ``sigmoid`` of a LogitRelaxedBernoulli sample; low temperatures approach 0/1 draws."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
-    support = constraints.unit_interval  # type: ignore[assignment]
+    support = constraints.unit_interval
     has_rsample = True
 
     def __init__(self, temperature: Any, probs: Any = None, logits: Any = None,
@@ -243,11 +243,11 @@ class RelaxedBernoulli(TransformedDistribution):
 
     @property
     def logits(self) -> Tensor:
-        return self.base_dist.logits  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.logits  # type: ignore[attr-defined]
 
     @property
     def probs(self) -> Tensor:
-        return self.base_dist.probs  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.probs  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return "RelaxedBernoulli(" + repr(self.base_dist)[len("LogitRelaxedBernoulli("):]
@@ -276,7 +276,7 @@ class ExpRelaxedCategorical(Distribution):
         new._categorical = self._categorical.expand(batch_shape)
         Distribution.__init__(new, tuple(batch_shape), self.event_shape, validate_args=False)
         new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return new
 
     @property
     def logits(self) -> Tensor:
@@ -314,7 +314,7 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     distribution): ``exp`` of an ExpRelaxedCategorical sample."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
-    support = constraints.simplex  # type: ignore[assignment]
+    support = constraints.simplex
     has_rsample = True
 
     def __init__(self, temperature: Any, probs: Optional[Tensor] = None, logits: Optional[Tensor] = None,
@@ -332,11 +332,11 @@ class RelaxedOneHotCategorical(TransformedDistribution):
 
     @property
     def logits(self) -> Tensor:
-        return self.base_dist.logits  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.logits  # type: ignore[attr-defined]
 
     @property
     def probs(self) -> Tensor:
-        return self.base_dist.probs  # type: ignore[attr-defined,no-any-return]
+        return self.base_dist.probs  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return "RelaxedOneHotCategorical(" + repr(self.base_dist)[len("ExpRelaxedCategorical("):]

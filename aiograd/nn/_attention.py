@@ -106,9 +106,9 @@ def multi_head_attention_forward(
     with ``need_weights``, the attention weights (averaged over heads if ``average_attn_weights``)."""
     batched = _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)  # type: ignore[attr-defined]
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.unsqueeze(0)  # type: ignore[attr-defined]
+            key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
     dtype = query.dtype
     key_padding_mask = canonical_mask(key_padding_mask, "key_padding_mask", dtype)
@@ -136,13 +136,13 @@ def multi_head_attention_forward(
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
         # one product for the packed projections, split by one node (its backward one concatenation)
         if query is key and key is value:
-            q, k, v = _linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)  # type: ignore[attr-defined]
+            q, k, v = _linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
         else:
             w = in_proj_weight
             b = in_proj_bias
             q = _linear(query, w[:E], b[:E] if b is not None else None)
             if key is value:
-                k, v = _linear(key, w[E:], b[E:] if b is not None else None).chunk(2, -1)  # type: ignore[attr-defined]
+                k, v = _linear(key, w[E:], b[E:] if b is not None else None).chunk(2, -1)
             else:
                 k = _linear(key, w[E: 2 * E], b[E: 2 * E] if b is not None else None)
                 v = _linear(value, w[2 * E:], b[2 * E:] if b is not None else None)
@@ -166,7 +166,7 @@ def multi_head_attention_forward(
                     f"The shape of the 2D attn_mask is torch.Size({list(attn_mask.shape)}), but should be "
                     f"{(tgt_len, src_len)}."
                 )
-            attn_mask = attn_mask.unsqueeze(0)  # type: ignore[attr-defined]
+            attn_mask = attn_mask.unsqueeze(0)
         elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
             raise RuntimeError(
                 f"The shape of the 3D attn_mask is torch.Size({list(attn_mask.shape)}), but should be "
@@ -175,17 +175,17 @@ def multi_head_attention_forward(
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError(f"bias cannot be added to static {'key' if static_k is not None else 'value'}.")
-        k = cat([k, bias_k.repeat(1, bsz, 1)])  # type: ignore[attr-defined]
-        v = cat([v, bias_v.repeat(1, bsz, 1)])  # type: ignore[attr-defined]
+        k = cat([k, bias_k.repeat(1, bsz, 1)])
+        v = cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
             attn_mask = _pad_last(attn_mask)
         if key_padding_mask is not None:
             key_padding_mask = _pad_last(key_padding_mask)
     elif bias_k is not None or bias_v is not None:
         raise AssertionError("bias_k is set but bias_v is None" if bias_k is not None else "bias_v is set but bias_k is None")
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)  # type: ignore[attr-defined]
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k  # type: ignore[attr-defined]
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v  # type: ignore[attr-defined]
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
     if add_zero_attn:
         z = zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
         k, v = cat([k, z], 1), cat([v, z], 1)
@@ -201,39 +201,39 @@ def multi_head_attention_forward(
                 if key_padding_mask.shape[0] != bsz else
                 f"Expected key_padded_mask.shape[1] to be {src_len}, but got {key_padding_mask.shape[1]}"
             )
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)  # type: ignore[attr-defined]
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         kpm = kpm.reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm
     if not training:
         dropout_p = 0.0
     if need_weights:
         q_scaled = q * math.sqrt(1.0 / float(head_dim))
-        weights = q_scaled @ k.transpose(-2, -1)  # type: ignore[attr-defined]
+        weights = q_scaled @ k.transpose(-2, -1)
         if attn_mask is not None:
             weights = weights + attn_mask
         weights = _nn.softmax(weights, -1)
         if dropout_p > 0.0:
             weights = _nn.dropout(weights, dropout_p)
-        out = (weights @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)  # type: ignore[attr-defined]
-        out = _linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)  # type: ignore[attr-defined]
-        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)  # type: ignore[attr-defined]
+        out = (weights @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = _linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
-            weights = weights.mean(1)  # type: ignore[attr-defined]
+            weights = weights.mean(1)
         if not batched:
-            out, weights = out.squeeze(1), weights.squeeze(0)  # type: ignore[attr-defined]
+            out, weights = out.squeeze(1), weights.squeeze(0)
         return out, weights
     if attn_mask is not None:
         if attn_mask.shape[0] == 1 and attn_mask.ndim == 3:
-            attn_mask = attn_mask.unsqueeze(0)  # type: ignore[attr-defined]
+            attn_mask = attn_mask.unsqueeze(0)
         else:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)  # type: ignore[attr-defined]
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
     q = q.reshape(bsz, num_heads, tgt_len, head_dim)
     k = k.reshape(bsz, num_heads, src_len, head_dim)
     v = v.reshape(bsz, num_heads, src_len, head_dim)
     out = _attention.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)  # type: ignore[attr-defined]
-    out = _linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)  # type: ignore[attr-defined]
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
     if not batched:
-        out = out.squeeze(1)  # type: ignore[attr-defined]
+        out = out.squeeze(1)
     return out, None
 

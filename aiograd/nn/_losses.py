@@ -72,11 +72,11 @@ def _weighted(loss: Tensor, weight: Tensor, reduction: str, mean_by_weight: bool
     if reduction == "none":
         return weighted
     if reduction == "sum":
-        return weighted.sum()  # type: ignore[attr-defined,no-any-return]
+        return weighted.sum()
     if reduction == "mean":
         if mean_by_weight:
-            return weighted.sum() / weight.sum()  # type: ignore[attr-defined,no-any-return]
-        return weighted.mean()  # type: ignore[attr-defined,no-any-return]
+            return weighted.sum() / weight.sum()
+        return weighted.mean()
     raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
 
 
@@ -94,7 +94,7 @@ def _class_weight_view(weight: Tensor, ndim: int) -> Tensor:
     if ndim > 1:
         shape = [1] * ndim
         shape[1] = weight.shape[0]
-        return weight.reshape(shape)  # type: ignore[attr-defined,no-any-return]
+        return weight.reshape(shape)
     return weight
 
 
@@ -124,9 +124,9 @@ def cross_entropy(
     td = target._data if isinstance(target, Tensor) else np.asarray(target)
     ignore = td == ignore_index
     if weight is not None:
-        smooth = -(logp * _class_weight_view(weight, input.ndim)).sum(class_dim)  # type: ignore[attr-defined]
+        smooth = -(logp * _class_weight_view(weight, input.ndim)).sum(class_dim)
     else:
-        smooth = -logp.sum(class_dim)  # type: ignore[attr-defined]
+        smooth = -logp.sum(class_dim)
     if ignore.any():
         # a fill, not a product: an ignored row gets no gradient even when the mean divides by 0 (as torch)
         smooth = _ew.where(ignore, 0.0, smooth)
@@ -169,11 +169,11 @@ def _cross_entropy_prob_target(
         prod = prod * _class_weight_view(weight, input.ndim)
     if reduction == "mean":
         if input.numel() == 0:
-            return -(prod.sum() * float("nan"))  # type: ignore[attr-defined,no-any-return]
-        return -prod.sum() / (input.numel() // n_classes)  # type: ignore[attr-defined,no-any-return]
+            return -(prod.sum() * float("nan"))
+        return -prod.sum() / (input.numel() // n_classes)
     if reduction == "sum":
-        return -prod.sum()  # type: ignore[attr-defined,no-any-return]
-    return -prod.sum(class_dim)  # type: ignore[attr-defined,no-any-return]
+        return -prod.sum()
+    return -prod.sum(class_dim)
 
 
 @_checked
@@ -186,7 +186,7 @@ def mse_loss(
     reduction = legacy_reduction(size_average, reduce, reduction)
     if weight is not None:
         _check_weight(input, weight)
-        diff = input - target  # type: ignore[operator]
+        diff = input - target
         return _weighted(diff * diff, weight, reduction, True)
     return _loss.mse_loss(input, target, reduction)
 
@@ -200,11 +200,11 @@ def l1_loss(
     _warn_size(input, target)
     reduction = legacy_reduction(size_average, reduce, reduction)
     check_reduction(reduction)
-    err = (input - target).abs()  # type: ignore[operator]
+    err = (input - target).abs()
     if weight is not None:
         _check_weight(input, weight)
         return _weighted(err, weight, reduction, True)
-    return reduce_loss(err, reduction)  # type: ignore[no-any-return]
+    return reduce_loss(err, reduction)
 
 
 @_checked
@@ -217,7 +217,7 @@ def smooth_l1_loss(
     reduction = legacy_reduction(size_average, reduce, reduction)
     if beta == 0.0:
         check_reduction(reduction)
-        return reduce_loss((input - target).abs(), reduction)  # type: ignore[operator,no-any-return]
+        return reduce_loss((input - target).abs(), reduction)
     return _loss.smooth_l1_loss(input, target, reduction, beta)
 
 
@@ -270,7 +270,7 @@ def _xlogx(t: Tensor) -> Tensor:
             v = np.where(td == 0, 0, td * np.log(np.where(td == 0, 1, td)))
         return Tensor._wrap(np.asarray(v, dtype=td.dtype), t.device)
     zero = t._data == 0
-    return _ew.where(zero, 0.0, t * _ew.where(zero, 1.0, t).log())  # type: ignore[attr-defined]
+    return _ew.where(zero, 0.0, t * _ew.where(zero, 1.0, t).log())
 
 
 @_checked
@@ -295,13 +295,13 @@ def kl_div(
     if input.dtype.kind != "f" or target.dtype.kind != "f":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
-        pointwise = target.exp() * (target - input)  # type: ignore[attr-defined,operator]
+        pointwise = target.exp() * (target - input)
     else:
-        pointwise = _xlogx(target) - target * input  # type: ignore[operator]
+        pointwise = _xlogx(target) - target * input
     if reduction == "batchmean":
         total = pointwise.sum()
-        return total / input.shape[0] if input.ndim else total  # type: ignore[no-any-return]
-    return reduce_loss(pointwise, reduction)  # type: ignore[no-any-return]
+        return total / input.shape[0] if input.ndim else total
+    return reduce_loss(pointwise, reduction)
 
 
 # ----- the margin, embedding and likelihood losses (composed, as torch's) -------------------------
@@ -309,7 +309,7 @@ def kl_div(
 
 def _reduced(loss: Tensor, reduction: str) -> Tensor:
     check_reduction(reduction)
-    return reduce_loss(loss, reduction)  # type: ignore[no-any-return]
+    return reduce_loss(loss, reduction)
 
 
 @_checked
@@ -325,7 +325,7 @@ def margin_ranking_loss(
             f"torch.Size({list(input1.shape)}), input2: torch.Size({list(input2.shape)}), target: "
             f"torch.Size({list(target.shape)}) "
         )
-    return _reduced((-target * (input1 - input2) + margin).clamp_min(0), reduction)  # type: ignore[operator,attr-defined]
+    return _reduced((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
 @_checked
@@ -336,7 +336,7 @@ def hinge_embedding_loss(
     """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     td = target._data
-    hidden = _ew.where(td != 1, (margin - input).clamp_min(0), 0.0)  # type: ignore[operator,attr-defined]
+    hidden = _ew.where(td != 1, (margin - input).clamp_min(0), 0.0)
     shown = _ew.where(td != -1, input, 0.0)
     return _reduced(hidden + shown, reduction)
 
@@ -347,7 +347,7 @@ def soft_margin_loss(
 ) -> Tensor:
     """``log(1 + exp(-target * input))``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    return _reduced(_ew.softplus(-target * input), reduction)  # type: ignore[operator]
+    return _reduced(_ew.softplus(-target * input), reduction)
 
 
 @_checked
@@ -363,9 +363,9 @@ def cosine_embedding_loss(
             f"{input1.ndim}D and input2: {input2.ndim}D"
         )
     dim = input1.ndim - 1
-    prod = (input1 * input2).sum(dim)  # type: ignore[attr-defined]
-    mag1 = (input1 * input1).sum(dim) + 1e-12  # type: ignore[attr-defined]
-    mag2 = (input2 * input2).sum(dim) + 1e-12  # type: ignore[attr-defined]
+    prod = (input1 * input2).sum(dim)
+    mag1 = (input1 * input1).sum(dim) + 1e-12
+    mag2 = (input2 * input2).sum(dim) + 1e-12
     cos = prod / (mag1 * mag2).sqrt()
     td = target._data
     pos = _ew.where(td == 1, 1 - cos, 0.0)
@@ -392,7 +392,7 @@ def triplet_margin_loss(
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = _ew.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduced((d_pos - d_neg + margin).clamp_min(0), reduction)  # type: ignore[attr-defined]
+    return _reduced((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
 @_checked
@@ -404,11 +404,11 @@ def multilabel_soft_margin_loss(
     from ..ops.activation import logsigmoid
 
     reduction = legacy_reduction(size_average, reduce, reduction)
-    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))  # type: ignore[operator]
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
     class_dim = input.ndim - 1
-    loss = loss.sum(class_dim) / input.shape[class_dim]  # type: ignore[attr-defined]
+    loss = loss.sum(class_dim) / input.shape[class_dim]
     return _reduced(loss, reduction)
 
 
@@ -421,16 +421,16 @@ def poisson_nll_loss(
     ``input - target * log(input + eps)``; ``full`` adds Stirling's term where the target exceeds 1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     if log_input:
-        loss = input.exp() - target * input  # type: ignore[attr-defined,operator]
+        loss = input.exp() - target * input
     else:
-        loss = input - target * (input + eps).log()  # type: ignore[attr-defined,operator]
+        loss = input - target * (input + eps).log()
     if full:
         td = target._data
         with np.errstate(divide="ignore", invalid="ignore"):
             stirling = np.where(td > 1, td * np.log(td) - td + 0.5 * np.log(2 * np.pi * td), 0.0)
         if target.requires_grad:
             safe = _ew.where(td > 1, target, 2.0)
-            term = safe * safe.log() - safe + 0.5 * (safe * (2 * np.pi)).log()  # type: ignore[attr-defined,operator]
+            term = safe * safe.log() - safe + 0.5 * (safe * (2 * np.pi)).log()
             loss = loss + _ew.where(td > 1, term, 0.0)
         else:
             loss = loss + Tensor._wrap(stirling.astype(input.dtype), input.device)
@@ -457,7 +457,7 @@ def gaussian_nll_loss(
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     var = var + Tensor._wrap(np.maximum(var._data, eps) - var._data, var.device)  # clamp the value, not the grad
-    loss = 0.5 * (var.log() + (input - target) ** 2 / var)  # type: ignore[attr-defined,operator]
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * float(np.log(2 * np.pi))
-    return reduce_loss(loss, reduction)  # type: ignore[no-any-return]
+    return reduce_loss(loss, reduction)

@@ -95,8 +95,8 @@ class _ConvNd(Module):
     def _conv_forward(self, input: Tensor, conv: Any) -> Tensor:
         if self.padding_mode != "zeros":
             padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
-            return conv(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)  # type: ignore[no-any-return]
-        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)  # type: ignore[no-any-return]
+            return conv(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class _Conv(_ConvNd):
@@ -169,7 +169,7 @@ class _ConvTransposeNd(_ConvNd):
 
     def _transposed_forward(self, input: Tensor, output_size: Any, conv: Any) -> Tensor:
         op = self._output_padding(input, output_size)
-        return conv(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,  # type: ignore[no-any-return]
+        return conv(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                     self.dilation)
 
 

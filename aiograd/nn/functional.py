@@ -251,13 +251,13 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 @_checked
 def softsign(input: Tensor) -> Tensor:
     """``x / (1 + |x|)``."""
-    return input / (input.abs() + 1)  # type: ignore[attr-defined,no-any-return]
+    return input / (input.abs() + 1)
 
 
 @_checked
 def tanhshrink(input: Tensor) -> Tensor:
     """``x - tanh(x)``."""
-    return input - input.tanh()  # type: ignore[attr-defined,no-any-return]
+    return input - input.tanh()
 
 
 @_checked
@@ -292,7 +292,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     """Softmax of ``-input`` along ``dim``."""
     if dim is None:
         dim = _get_softmax_dim("softmin", input.ndim)
-    return _nn.softmax(-input, dim, dtype=dtype)  # type: ignore[operator]
+    return _nn.softmax(-input, dim, dtype=dtype)
 
 
 @_checked
@@ -364,12 +364,12 @@ def instance_norm(
             raise ValueError(f"Expected more than 1 spatial element when training, got input size "
                              f"torch.Size({list(shape)})")
     b, c = shape[0], shape[1]
-    view = input.reshape(1, b * c, *shape[2:])  # type: ignore[attr-defined]
+    view = input.reshape(1, b * c, *shape[2:])
 
     def tiled(t: Tensor | None) -> Tensor | None:
         if t is None:
             return None
-        return t.repeat(b) if t.requires_grad else Tensor._wrap(np.tile(t._data, b), t.device)  # type: ignore[attr-defined]
+        return t.repeat(b) if t.requires_grad else Tensor._wrap(np.tile(t._data, b), t.device)
 
     rm, rv = tiled(running_mean), tiled(running_var)
     out = _norm.batch_norm(view, rm, rv, tiled(weight), tiled(bias), use_input_stats, momentum, eps)
@@ -378,7 +378,7 @@ def instance_norm(
             if stat is not None and rep is not None and use_input_stats:
                 np.copyto(stat._data, rep._data.reshape(b, c).mean(axis=0), casting="unsafe")
                 stat._version_counter.value += 1
-    return out.reshape(shape)  # type: ignore[attr-defined,no-any-return]
+    return out.reshape(shape)
 
 
 @_checked
@@ -402,9 +402,9 @@ def rms_norm(
     if eps is None:
         eps = float(np.finfo(input.dtype).eps)
     dims = tuple(range(-k, 0))
-    rms = ((input * input).mean(dims, keepdim=True) + eps).rsqrt()  # type: ignore[attr-defined,operator]
+    rms = ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     out = input * rms
-    return out * weight if weight is not None else out  # type: ignore[no-any-return]
+    return out * weight if weight is not None else out
 
 
 @_checked
@@ -412,8 +412,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     """``input / max(||input||_p, eps)`` along ``dim``."""
     if out is not None:
         raise NotImplementedError("normalize(out=...) is not supported; use the returned tensor")
-    denom = input.norm(p, dim, keepdim=True).clamp_min(eps)  # type: ignore[attr-defined]
-    return input / denom  # type: ignore[no-any-return]
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps)
+    return input / denom
 
 
 # ----- embedding ---------------------------------------------------------------------------------
@@ -461,21 +461,21 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     """``<x1, x2> / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (the operands broadcast), as torch:
     the clamp holds the values, not the gradient."""
     shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))  # the norms of the broadcast operands
-    x1 = x1.expand(*shape) if tuple(x1.shape) != shape else x1  # type: ignore[attr-defined]
-    x2 = x2.expand(*shape) if tuple(x2.shape) != shape else x2  # type: ignore[attr-defined]
-    n1 = x1.norm(2, dim, keepdim=True)  # type: ignore[attr-defined]
-    n2 = x2.norm(2, dim, keepdim=True)  # type: ignore[attr-defined]
+    x1 = x1.expand(*shape) if tuple(x1.shape) != shape else x1
+    x2 = x2.expand(*shape) if tuple(x2.shape) != shape else x2
+    n1 = x1.norm(2, dim, keepdim=True)
+    n2 = x2.norm(2, dim, keepdim=True)
     n1 = n1 + Tensor._wrap(np.maximum(n1._data, eps) - n1._data, n1.device)
     n2 = n2 + Tensor._wrap(np.maximum(n2._data, eps) - n2._data, n2.device)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)  # type: ignore[no-any-return]
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 @_checked
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """The ``p``-norm of ``x1 - x2 + eps`` over the last dim."""
-    diff = x1 - x2 + eps  # type: ignore[operator]
+    diff = x1 - x2 + eps
     dim = max(x1.ndim, x2.ndim) - 1
-    return diff.norm(p, dim if dim >= 0 else None, keepdim=keepdim)  # type: ignore[no-any-return]
+    return diff.norm(p, dim if dim >= 0 else None, keepdim=keepdim)
 
 
 # ----- reshuffling, deprecated resampling names, bilinear, pdist, channel dropout ----------------
@@ -500,9 +500,9 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
             f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
         )
     n = len(lead)
-    x = input.reshape(*lead, c // (r * r), r, r, h, w)  # type: ignore[attr-defined]
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)  # type: ignore[no-any-return]
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
 
 
 @_checked
@@ -518,9 +518,9 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
                 f"not divisible by {r}"
             )
     n = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)  # type: ignore[attr-defined]
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)  # type: ignore[no-any-return]
+    return x.reshape(*lead, c * r * r, h // r, w // r)
 
 
 def _deprecated(name: str) -> None:
@@ -533,21 +533,21 @@ def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: st
              align_corners: bool | None = None) -> Tensor:
     """Deprecated: ``interpolate``."""
     _deprecated("upsample")
-    return interpolate(input, size, scale_factor, mode, align_corners)  # type: ignore[no-any-return]
+    return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 @_checked
 def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: ``interpolate(..., mode='nearest')``."""
     _deprecated("upsample_nearest")
-    return interpolate(input, size, scale_factor, mode="nearest")  # type: ignore[no-any-return]
+    return interpolate(input, size, scale_factor, mode="nearest")
 
 
 @_checked
 def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:
     """Deprecated: ``interpolate(..., mode='bilinear', align_corners=True)``."""
     _deprecated("upsample_bilinear")
-    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)  # type: ignore[no-any-return]
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 adaptive_avg_pool3d = _checked(_resample.adaptive_avg_pool3d)
@@ -573,13 +573,13 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
             f"bilinear(): bias size does not match weight size: got {bias.shape[-1] if bias.ndim else 1} but "
             f"expected {o}"
         )
-    x1 = input1.reshape(-1, i1)  # type: ignore[attr-defined]
-    x2 = input2.reshape(-1, i2)  # type: ignore[attr-defined]
-    t = (x1 @ weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)  # type: ignore[attr-defined]
+    x1 = input1.reshape(-1, i1)
+    x2 = input2.reshape(-1, i2)
+    t = (x1 @ weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
     out = (t * x2.unsqueeze(1)).sum(-1)
     if bias is not None:
         out = out + bias
-    return out.reshape(*lead, o)  # type: ignore[no-any-return]
+    return out.reshape(*lead, o)
 
 
 @_checked
@@ -588,7 +588,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     i, j = np.triu_indices(input.shape[0], 1)
-    return (input[i] - input[j]).norm(p, 1)  # type: ignore[no-any-return]
+    return (input[i] - input[j]).norm(p, 1)
 
 
 def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched: bool) -> Tensor:

@@ -137,13 +137,13 @@ class _InstanceNorm(_NormBase):
                 UserWarning,
                 stacklevel=user_stacklevel(),
             )
-        x = input.unsqueeze(0) if input.ndim == unbatched else input  # type: ignore[attr-defined]
+        x = input.unsqueeze(0) if input.ndim == unbatched else input
         out = F.instance_norm(
             x, self.running_mean, self.running_var, self.weight, self.bias,
             self.training or not self.track_running_stats, self.momentum if self.momentum is not None else 0.0,
             self.eps,
         )
-        return out.squeeze(0) if input.ndim == unbatched else out  # type: ignore[attr-defined,no-any-return]
+        return out.squeeze(0) if input.ndim == unbatched else out
 
 
 class InstanceNorm1d(_InstanceNorm):

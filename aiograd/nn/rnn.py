@@ -39,11 +39,11 @@ class RNNBase(Module):
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
-                or not 0 <= dropout <= 1):  # type: ignore[operator]
+                or not 0 <= dropout <= 1):
             raise ValueError(
                 "dropout should be a number in range [0, 1] representing the probability of an element being zeroed"
             )
-        if dropout > 0 and num_layers == 1:  # type: ignore[operator]
+        if dropout > 0 and num_layers == 1:
             warnings.warn(
                 "dropout option adds dropout after all but last recurrent layer, so non-zero dropout expects "
                 f"num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
@@ -75,7 +75,7 @@ class RNNBase(Module):
         self.num_layers = num_layers
         self.bias = bias
         self.batch_first = batch_first
-        self.dropout = float(dropout)  # type: ignore[arg-type]
+        self.dropout = float(dropout)
         self.bidirectional = bidirectional
         self.proj_size = proj_size
         directions = 2 if bidirectional else 1
@@ -299,7 +299,7 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input: Any, hx: Tensor | None = None) -> tuple[Any, Tensor]:
-        return self._forward(input, hx)  # type: ignore[return-value]
+        return self._forward(input, hx)
 
     def extra_repr(self) -> str:
         s = super().extra_repr()
@@ -314,7 +314,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input: Any, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Any, tuple[Tensor, Tensor]]:
-        return self._forward(input, hx)  # type: ignore[return-value]
+        return self._forward(input, hx)
 
 
 class GRU(RNNBase):
@@ -327,7 +327,7 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input: Any, hx: Tensor | None = None) -> tuple[Any, Tensor]:
-        return self._forward(input, hx)  # type: ignore[return-value]
+        return self._forward(input, hx)
 
 
 # ----- cells ---------------------------------------------------------------------------------------

@@ -107,12 +107,12 @@ class MultiheadAttention(Module):
         if self.batch_first and batched:  # keep "is" identities: they pick the packed projection
             if key is value:
                 if query is key:
-                    query = key = value = query.transpose(1, 0)  # type: ignore[attr-defined]
+                    query = key = value = query.transpose(1, 0)
                 else:
-                    query, key = query.transpose(1, 0), key.transpose(1, 0)  # type: ignore[attr-defined]
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
                     value = key
             else:
-                query, key, value = (x.transpose(1, 0) for x in (query, key, value))  # type: ignore[attr-defined]
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
         separate = not self._qkv_same_embed_dim
         out, weights = F.multi_head_attention_forward(
             query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
@@ -125,7 +125,7 @@ class MultiheadAttention(Module):
             average_attn_weights=average_attn_weights, is_causal=is_causal,
         )
         if self.batch_first and batched:
-            return out.transpose(1, 0), weights  # type: ignore[attr-defined]
+            return out.transpose(1, 0), weights
         return out, weights
 
 
@@ -136,7 +136,7 @@ def _activation(activation: Any) -> Callable[[Tensor], Tensor]:
         if activation == "gelu":
             return F.gelu
         raise RuntimeError(f"activation should be relu/gelu, not {activation}")
-    return activation  # type: ignore[no-any-return]
+    return activation
 
 
 def _feed_forward_and_norms(layer: Module, d_model: int, dim_feedforward: int, dropout: float, eps: float, bias: bool,
@@ -163,11 +163,11 @@ class _TransformerLayer(Module):
                   is_causal: bool = False) -> Tensor:
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
                            is_causal=is_causal)[0]
-        return self.dropout1(x)  # type: ignore[no-any-return]
+        return self.dropout1(x)
 
     def _ff_block(self, x: Tensor) -> Tensor:
         x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return getattr(self, self._ff_dropout)(x)  # type: ignore[no-any-return]
+        return getattr(self, self._ff_dropout)(x)
 
 
 class TransformerEncoderLayer(_TransformerLayer):
@@ -244,7 +244,7 @@ class TransformerDecoderLayer(_TransformerLayer):
                    is_causal: bool = False) -> Tensor:
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 is_causal=is_causal, need_weights=False)[0]
-        return self.dropout2(x)  # type: ignore[no-any-return]
+        return self.dropout2(x)
 
 
 def _clones(module: Module, n: int) -> ModuleList:
@@ -365,7 +365,7 @@ class Transformer(Module):
         if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
             raise RuntimeError("the feature number of src and tgt must be equal to d_model")
         memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
-        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,  # type: ignore[no-any-return]
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
                             tgt_key_padding_mask=tgt_key_padding_mask,
                             memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
                             memory_is_causal=memory_is_causal)
@@ -374,5 +374,5 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz: int, device: Any = None, dtype: Any = None) -> Tensor:
         """The causal mask of size ``sz``: 0 on and below the diagonal, -inf above (a float mask)."""
         m = tensor(np.triu(np.full((sz, sz), -np.inf, dtype=dtype or np.float32), 1))
-        return m.to(device) if device is not None else m  # type: ignore[attr-defined,no-any-return]
+        return m.to(device) if device is not None else m
 

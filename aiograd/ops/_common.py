@@ -229,7 +229,7 @@ def checked(fn: F, same_device: bool = True) -> F:
         # parameters are mostly dims and dtypes: checking them would tax ``x.sum()``)
         public.method_form = _compile(fn, head + _device_check([(tensors[0][0], False)] + [
             (name, True) for name in typed]) + tail, ns)
-    return public  # type: ignore[no-any-return]
+    return public
 
 
 def _device_check(tensors: list[tuple[str, bool]]) -> str:

@@ -139,7 +139,7 @@ def result_type(*operands: Any) -> np.dtype:
             wrapped = _promote_types(wrapped, np.dtype(np.complex128 if get_default_dtype() == np.float64 else np.complex64))
         elif x is not None:
             zero = _promote_types(zero, np.asarray(x).dtype)
-    return _combine_categories(dim, _combine_categories(zero, wrapped))  # type: ignore[no-any-return]
+    return _combine_categories(dim, _combine_categories(zero, wrapped))
 
 
 def result_dtype(a: Any, b: Any, floating: bool = False) -> np.dtype:
@@ -154,7 +154,7 @@ def result_dtype(a: Any, b: Any, floating: bool = False) -> np.dtype:
         want = result_type(a, b)
     if floating and want.kind in "biu":
         want = get_default_dtype()
-    return want  # type: ignore[no-any-return]
+    return want
 
 
 def cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray:
@@ -164,7 +164,7 @@ def cast_result(res: Any, a: Any, b: Any, floating: bool = False) -> np.ndarray:
         res = np.asarray(res)
     if res.dtype != want:
         res = res.astype(want)
-    return res  # type: ignore[no-any-return]
+    return res
 
 
 def prep_operands(a: Any, b: Any, op: str, second: str = "other") -> tuple[Any, Any, Any, Any, Device]:
@@ -241,7 +241,7 @@ def _compile_apply(src: str, env: dict[str, Any] | None) -> Callable[..., Any]:
     if env:
         ns.update(env)
     exec(_NP_ATTR.sub(r"np_\1", src), ns)
-    return ns["apply"]  # type: ignore[no-any-return]
+    return ns["apply"]
 
 
 def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str, Any] | None,

@@ -363,14 +363,14 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     for name, v in (("self", input), ("vec2", vec2)):
         if v.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
-    return mul(reshape(input, (-1, 1)), vec2)  # type: ignore[no-any-return]
+    return mul(reshape(input, (-1, 1)), vec2)
 
 
 @CONTRACT.op(nodes=(ViewBackward0, *ELEMENTWISE["mul"].nodes), functions=(np.inner,))
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """Sum of products over the last dims (``input * other`` when either is 0-d)."""
     if input.ndim == 0 or other.ndim == 0:
-        return mul(input, other)  # type: ignore[no-any-return]
+        return mul(input, other)
     if input.shape[-1] != other.shape[-1]:
         raise RuntimeError(
             f"inner() the last dimension must match on both input tensors but got shapes {list(input.shape)} and "

@@ -107,7 +107,7 @@ def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
     if min(out) < 1:
         raise _blocks_error(size, k, d, p, out)
     w = Window(size, k, s, d, (p[0], p[0], p[1], p[1]), out)  # type: ignore[arg-type]
-    return image_to_cols(input, w, xd.ndim == 3)  # type: ignore[no-any-return]
+    return image_to_cols(input, w, xd.ndim == 3)
 
 
 @CONV.op(nodes=(Col2ImBackward0,), method=False, export=False)
@@ -139,7 +139,7 @@ def fold(
             f"= {out[0] * out[1]}, but got input.size({xd.ndim - 1})={L}."
         )
     w = Window(size, k, s, d, (p[0], p[0], p[1], p[1]), out)  # type: ignore[arg-type]
-    return cols_to_image(input, w, xd.ndim == 2)  # type: ignore[no-any-return]
+    return cols_to_image(input, w, xd.ndim == 2)
 
 
 # ----- the weight products (ndarrays or Tensors; NOTE [Convolution gradients]) --------------------
@@ -304,9 +304,9 @@ def _convolution(
     if groups < 1:
         raise RuntimeError("non-positive groups is not supported")
     if xd.ndim == nd + 1:  # unbatched: as torch, the batched op on an unsqueezed input
-        batched = _convolution(name, nd, input.unsqueeze(0), weight, bias, stride, padding,  # type: ignore[attr-defined]
+        batched = _convolution(name, nd, input.unsqueeze(0), weight, bias, stride, padding,
                                dilation, groups, transposed, output_padding)
-        return batched.squeeze(0)  # type: ignore[attr-defined,no-any-return]
+        return batched.squeeze(0)
     x_shape = xd.shape
     xb = xd
     s = ntuple(stride, nd, "stride")

@@ -307,7 +307,7 @@ def _np_trace(a: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype:
         return NotImplemented
     if offset == 0 and a.ndim == 2 and {_wrap_dim(axis1, 2), _wrap_dim(axis2, 2)} == {0, 1}:
         return trace(a)
-    return diagonal(a, offset, axis1, axis2).sum(-1)  # type: ignore[attr-defined]
+    return diagonal(a, offset, axis1, axis2).sum(-1)
 
 
 @DIAGONAL.op(nodes=(TraceBackward0,), functions=((np.trace, _np_trace),))

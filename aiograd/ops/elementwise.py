@@ -132,7 +132,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     """Elementwise true division; ``rounding_mode`` "trunc"/"floor" round the exact quotient
     toward zero/down (their gradient is zero, as torch's DivBackward2)."""
     if rounding_mode is None:
-        return _true_divide(input, other)  # type: ignore[no-any-return]
+        return _true_divide(input, other)
     if rounding_mode not in ("trunc", "floor"):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     return _rounded_division(input, other, rounding_mode, "div", DivBackward2)
@@ -171,11 +171,11 @@ def rounded_quotient(ad: Any, bd: Any, mode: str, dtype: np.dtype) -> np.ndarray
         q = np.floor_divide(a, b)
         if mode == "trunc":  # floor + 1 where the exact quotient is negative and not whole
             q = q + ((q * b != a) & ((a < 0) != (b < 0)))
-        return q  # type: ignore[no-any-return]
+        return q
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if mode == "floor":
-            return np.floor_divide(a, b)  # type: ignore[no-any-return]
-        return np.trunc(np.true_divide(a, b))  # type: ignore[no-any-return]
+            return np.floor_divide(a, b)
+        return np.trunc(np.true_divide(a, b))
 
 
 def remainder_values(ad: Any, bd: Any, dtype: np.dtype) -> np.ndarray:
@@ -183,10 +183,10 @@ def remainder_values(ad: Any, bd: Any, dtype: np.dtype) -> np.ndarray:
     a, b = _in_dtype(ad, dtype), _in_dtype(bd, dtype)
     if dtype.kind in "biu":
         _refuse_zero_divisor(b, dtype, "remainder")
-        return np.remainder(a, b)  # type: ignore[no-any-return]
+        return np.remainder(a, b)
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.fmod(a, b)
-        return np.where((r != 0) & ((b < 0) != (r < 0)), r + b, r)  # type: ignore[no-any-return]
+        return np.where((r != 0) & ((b < 0) != (r < 0)), r + b, r)
 
 
 def _rounded_division(input: Any, other: Any, mode: str, op: str, node_cls: type[Node]) -> Tensor:
@@ -402,7 +402,7 @@ def sign_numpy(x: np.ndarray) -> np.ndarray:
         return x.copy()
     if x.dtype.kind == "f":
         return np.asarray((x > 0).astype(x.dtype) - (x < 0))  # comparisons with NaN are false
-    return np.sign(x)  # type: ignore[no-any-return]
+    return np.sign(x)
 
 
 def _sign_any(v: Any) -> Any:
@@ -474,7 +474,7 @@ def _scipy_special() -> Any:
 
 def erf_kernel(x: np.ndarray) -> np.ndarray:
     """scipy.special.erf of an array (NOTE [erf])."""
-    return _scipy_special().erf(x)  # type: ignore[no-any-return]
+    return _scipy_special().erf(x)
 
 
 erf = _unary("erf", erf_kernel, "g * (1.1283791670955126 * np.exp(-(v * v)))", saves="input", node="ErfBackward0",
@@ -1196,7 +1196,7 @@ def _phi(x: np.ndarray) -> np.ndarray:
     if x.dtype in (np.float32, np.float16):  # a 0-d array goes as 1-d: ufuncs return scalars for 0-d
         phi = _phi_float32(x.astype(np.float32, copy=False).reshape(x.shape or (1,)))
         return phi.reshape(x.shape).astype(x.dtype, copy=False)
-    return _scipy_special().ndtr(x)  # type: ignore[no-any-return]
+    return _scipy_special().ndtr(x)
 
 
 def _erf_any(x: Any) -> Any:

@@ -425,7 +425,7 @@ def masked_select(input: Tensor, mask: Any) -> Tensor:
     if m.dtype != np.bool_:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {m.dtype}")
     shape = broadcast_shapes(m.shape, input.shape) or (1,)  # torch names the mask "a"
-    x = input if shape == input.shape else input.expand(shape)  # type: ignore[attr-defined]
+    x = input if shape == input.shape else input.expand(shape)
     idx = np.nonzero(np.broadcast_to(m, shape))
     out = new_tensor(x._data[idx], input._device)
     _record_read(MaskedSelectBackward0, x, idx, out)

@@ -63,7 +63,7 @@ class StackBackward0(CatBackward0):
 
 def _np_concatenate(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
     if out is not None or kwargs:
-        return NotImplemented  # type: ignore[no-any-return]
+        return NotImplemented
     return cat(arrays, axis)
 
 
@@ -109,7 +109,7 @@ def cat(tensors: Any, dim: int = 0) -> Tensor:
 
 def _np_stack(arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> Tensor:
     if out is not None or kwargs:
-        return NotImplemented  # type: ignore[no-any-return]
+        return NotImplemented
     return stack(arrays, axis)
 
 

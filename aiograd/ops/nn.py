@@ -74,7 +74,7 @@ class LogSoftmaxBackward0(Node):
 
 def _softmax_prep(input: Tensor, dim: int, dtype: Any, op: str) -> tuple[Tensor, np.ndarray, int]:
     if dtype is not None:
-        input = input.to(dtype)  # type: ignore[attr-defined]
+        input = input.to(dtype)
     xd = float_data(input, op)
     return input, xd, _wrap_dim(dim, xd.ndim)
 
@@ -187,8 +187,8 @@ def linear_nd(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tens
     if input.ndim == 2:
         return linear(input, weight, bias)
     lead = input.shape[:-1]
-    flat = linear(input.reshape(-1, input.shape[-1]), weight, bias)  # type: ignore[attr-defined]
-    return flat.reshape(*lead, weight.shape[0])  # type: ignore[attr-defined,no-any-return]
+    flat = linear(input.reshape(-1, input.shape[-1]), weight, bias)
+    return flat.reshape(*lead, weight.shape[0])
 
 
 # ----- nll_loss ----------------------------------------------------------------------------

@@ -433,7 +433,7 @@ def max_pool1d(
         raise RuntimeError(
             f"max_pool1d() Invalid computed output size: {pool_out(input.shape[-1], k, max(s, 1), p, max(d, 1), ceil_mode)}"
         )
-    res = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)  # type: ignore[attr-defined]
+    res = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode, return_indices)
     if return_indices:
         return res[0].squeeze(-2), res[1].squeeze(-2)
     return res.squeeze(-2)
@@ -448,16 +448,16 @@ def avg_pool1d(
     _check_1d(input, "avg_pool1d")
     k = _one(kernel_size, "kernel_size")
     s = k if stride is None or stride == () or stride == [] else _one(stride, "stride")
-    res = avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, "padding")), ceil_mode,  # type: ignore[attr-defined]
+    res = avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, _one(padding, "padding")), ceil_mode,
                      count_include_pad)
-    return res.squeeze(-2)  # type: ignore[no-any-return]
+    return res.squeeze(-2)
 
 
 @POOL.op(nodes=(AdaptiveMaxPool2DBackward0,), method=False)
 def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
     """The max over each of ``output_size`` windows that tile (N, C, L) (or (C, L))."""
     _check_1d(input, "adaptive_max_pool1d")
-    res = adaptive_max_pool2d(input.unsqueeze(-2), (1, _one(output_size, "output_size")), return_indices)  # type: ignore[attr-defined]
+    res = adaptive_max_pool2d(input.unsqueeze(-2), (1, _one(output_size, "output_size")), return_indices)
     if return_indices:
         return res[0].squeeze(-2), res[1].squeeze(-2)
     return res.squeeze(-2)

@@ -535,7 +535,7 @@ def rnn_layer(
             packed,
         )
         outs = [out, h_n] + ([c_n] if c_n is not None else [])
-        record(node, inputs if lstm else inputs[:2] + (None,) + inputs[3:], outs)  # type: ignore[arg-type]
+        record(node, inputs if lstm else inputs[:2] + (None,) + inputs[3:], outs)
     return out, h_n, c_n
 
 __all__ = RECURRENT.exports(__name__)

@@ -201,7 +201,7 @@ def _prod_others_graph(x: Tensor, dims: tuple[int, ...] | None) -> Tensor:
     nd = x.ndim
     red = tuple(range(nd)) if dims is None else dims
     keep = tuple(i for i in range(nd) if i not in red)
-    xm = x.permute(keep + red) if nd else x  # type: ignore[attr-defined]
+    xm = x.permute(keep + red) if nd else x
     moved_shape = xm.shape
     k = _count(x.shape, red) if nd else 1
     lead = moved_shape[: len(keep)]
@@ -209,7 +209,7 @@ def _prod_others_graph(x: Tensor, dims: tuple[int, ...] | None) -> Tensor:
     stack = np.broadcast_to(xm, lead + (k, k))
     stack = where(np.eye(k, dtype=bool), 1.0, stack)
     others = prod(stack, -1).reshape(moved_shape)
-    return others.permute(tuple(np.argsort(keep + red))) if nd else others  # type: ignore[attr-defined, no-any-return]
+    return others.permute(tuple(np.argsort(keep + red))) if nd else others
 
 
 class ProdBackward0(Node):
@@ -578,7 +578,7 @@ def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any
     total = nansum(input, dim, keepdim, dtype=dtype)
     count = np.sum(~np.isnan(xd), axis=dims, keepdims=keepdim).astype(total._data.dtype)
     with np.errstate(invalid="ignore"):  # 0 / 0 where every element is NaN: NaN, without a warning
-        return total / Tensor._wrap(np.asarray(count), input._device)  # type: ignore[no-any-return]
+        return total / Tensor._wrap(np.asarray(count), input._device)
 
 
 def _np_count_nonzero(a: Tensor, axis: Any = None, *, keepdims: bool = False) -> Tensor:

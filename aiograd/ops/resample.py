@@ -112,7 +112,7 @@ def _adaptive_avg(input: Tensor, output_size: Any, nd: int, name: str) -> Tensor
         raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
                            f"{list(out)}")
     if all(o == 1 for o in out) and xd.size:  # torch takes the mean (MeanBackward1)
-        return input.mean(tuple(range(-nd, 0)), keepdim=True)  # type: ignore[attr-defined,no-any-return]
+        return input.mean(tuple(range(-nd, 0)), keepdim=True)
     maps = [(xd.ndim - nd + i, _average_rows(n, o, xd.dtype), None) for i, (n, o) in enumerate(zip(spatial, out))]
     return separable(input, maps, f"AdaptiveAvgPool{nd}DBackward0")
 
@@ -132,7 +132,7 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
             "(while checking arguments for adaptive_avg_pool1d)"
         )
     size = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
-    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)  # type: ignore[attr-defined,no-any-return]
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
 
 
 @RESAMPLE.op(nodes=(_NODES["AdaptiveAvgPool3DBackward0"],), method=False, export=False)
@@ -267,7 +267,7 @@ def interpolate(
         scales = [None] * nd
     if mode == "area":
         fn = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
-        return fn(input, out)  # type: ignore[no-any-return]
+        return fn(input, out)
     xd = input._data
     if mode not in ("nearest", "nearest-exact"):
         float_data(input, f"upsample_{mode}{nd}d_out_frame")

@@ -224,16 +224,16 @@ class ScatterReduceBackward0(Node):
             gs = gather(gi, d, idx)
         elif reduce == "prod":
             result = t(unpack(self, self.result, graph))
-            masked_self = x.masked_fill(eq(x, 0), 1)  # type: ignore[attr-defined]
+            masked_self = x.masked_fill(eq(x, 0), 1)
             gi = grad * scatter_reduce(masked_self, d, idx, s, "prod", include_self=self.include_self) / masked_self
             src_zero = eq(s, 0)
             zeros_at = np.zeros(x.shape, x.dtype)
             np.add.at(zeros_at, _along_dim_index(idx, d), src_zero._data.astype(x.dtype))
             single = src_zero._data & (zeros_at[_along_dim_index(idx, d)] == 1)
-            masked_src = s.masked_fill(single, 1)  # type: ignore[attr-defined]
+            masked_src = s.masked_fill(single, 1)
             with_single = gather(grad * scatter_reduce(x, d, idx, masked_src, "prod", include_self=self.include_self),
                                  d, idx)
-            plain = gather(grad * result, d, idx) / s.masked_fill(src_zero, 1)  # type: ignore[attr-defined]
+            plain = gather(grad * result, d, idx) / s.masked_fill(src_zero, 1)
             gs = where(single, with_single, plain)
         else:  # amax / amin
             result = t(unpack(self, self.result, graph))
@@ -330,7 +330,7 @@ def index_add(input: Tensor, dim: int, index: Any, source: Tensor, *, alpha: Any
     """A copy of ``input`` with ``alpha * source`` added at the slices ``index`` along ``dim``."""
     idx, source = index_add_args("index_add_", input, dim, index, source)
     if alpha != 1:
-        source = source * alpha  # type: ignore[operator]
+        source = source * alpha
     return _put(input, idx, source, True, IndexAddBackward0)
 
 

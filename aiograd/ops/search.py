@@ -37,7 +37,7 @@ def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
 @SEARCH.op(functions=(np.argwhere,))
 def argwhere(input: Tensor) -> Tensor:
     """``nonzero(input)``: the (n, ndim) int64 indices of the non-zero elements."""
-    return nonzero(input)  # type: ignore[no-any-return]
+    return nonzero(input)
 
 
 def _search_side(op: str, right: bool, side: str | None) -> str:

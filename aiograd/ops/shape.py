@@ -270,7 +270,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 def _np_ravel(a: Tensor, order: str = "C") -> Tensor:
     if order != "C":
-        return NotImplemented  # type: ignore[no-any-return]
+        return NotImplemented
     return ravel(a)
 
 

@@ -44,7 +44,7 @@ def _payload(x: Tensor, op: str) -> SparseCOO:
     d = x._data
     if d.__class__ is not SparseCOO:
         raise RuntimeError(f"{op} expected sparse coordinate tensor layout but got Strided")
-    return d  # type: ignore[no-any-return]
+    return d
 
 
 def _sparse(coo: SparseCOO, device: Device) -> Tensor:
@@ -149,11 +149,11 @@ def sparse_coo_tensor(
             raise RuntimeError("values must be a dense tensor, not a sparse one")
         want = _resolve_dtype(dtype)
         if want is not None and want != vals.dtype:
-            vals = vals.to(want)  # type: ignore[attr-defined]
+            vals = vals.to(want)
     else:
         vals = new_tensor(_to_array(values, dtype, copy=True), Device(device) if device is not None else CPU)
     if device is not None and Device(device) is not vals._device:
-        vals = vals.to(device)  # type: ignore[attr-defined]
+        vals = vals.to(device)
     v = vals._data
     if v.ndim == 0:
         raise RuntimeError("values must have at least one dimension (nnz)")
@@ -167,7 +167,7 @@ def sparse_coo_tensor(
         sparse_shape = tuple(int(m) + 1 for m in idx.max(axis=1)) if nnz else (0,) * sparse_dim
         shape = sparse_shape + dense_shape
     else:
-        shape = tuple(int(s) for s in (size.tolist() if isinstance(size, Tensor) else size))  # type: ignore[union-attr]
+        shape = tuple(int(s) for s in (size.tolist() if isinstance(size, Tensor) else size))
         if len(shape) != sparse_dim + len(dense_shape):
             raise RuntimeError(
                 f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) = {len(shape)}, "
@@ -213,10 +213,10 @@ def to_dense(input: Tensor, dtype: Any = None, *, masked_grad: bool = True) -> T
     ``masked_grad=False``, the whole dense gradient in the sparse layout."""
     d = input._data
     if d.__class__ is not SparseCOO:
-        return input if dtype is None else input.to(dtype)  # type: ignore[attr-defined]
-    coo: SparseCOO = d  # type: ignore[assignment]
+        return input if dtype is None else input.to(dtype)
+    coo: SparseCOO = d
     if dtype is not None and _resolve_dtype(dtype) != coo.dtype:
-        return to_dense(input.to(dtype), masked_grad=masked_grad)  # type: ignore[attr-defined]
+        return to_dense(input.to(dtype), masked_grad=masked_grad)
     out = new_tensor(coo.to_dense(), input._device)
     if input._requires_grad and grad_enabled():
         pattern = coo.coalesce()
@@ -318,7 +318,7 @@ def values(input: Tensor) -> Tensor:
     d = input._data
     if d.__class__ is not SparseCOO:
         raise RuntimeError("values expected sparse tensor layout but got Strided")
-    coo: SparseCOO = d  # type: ignore[assignment]
+    coo: SparseCOO = d
     if not coo.coalesced:
         raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
     out = new_tensor(coo.values, input._device)
@@ -405,7 +405,7 @@ class SparseAddmmBackward0(Node):
             gs = _from_values(pattern, vals)
         if e[1] is not None:
             s = unpack(self, self.s, graph)
-            gd = sparse_mm(s.t(), g) if graph else np.matmul(s.T, g)  # type: ignore[union-attr]
+            gd = sparse_mm(s.t(), g) if graph else np.matmul(s.T, g)
         return gs, gd
 
 
@@ -484,7 +484,7 @@ def sparse_mm(mat1: Tensor, mat2: Tensor) -> Tensor:
         if mat2._data.__class__ is SparseCOO:
             raise unsupported("sparse.mm of a dense matrix by a sparse one (use mm, or transpose both)")
         return mm(mat1, mat2)
-    coo: SparseCOO = a  # type: ignore[assignment]
+    coo: SparseCOO = a
     b = mat2._data
     if b.__class__ is SparseCOO:
         return _sparse_sparse_mm(mat1, mat2)
@@ -573,7 +573,7 @@ def sparse_sum(input: Tensor, dim: Any = None, dtype: Any = None) -> Tensor:
     if d.__class__ is not SparseCOO:
         raise RuntimeError("coalesce expected sparse coordinate tensor layout but got Strided")
     if dtype is not None and _resolve_dtype(dtype) != d.dtype:
-        input = input.to(dtype)  # type: ignore[attr-defined]
+        input = input.to(dtype)
         d = input._data
     coo: SparseCOO = d.coalesce()
     nd = coo.ndim
@@ -652,7 +652,7 @@ def _softmax(input: Tensor, dim: int, dtype: Any, log: bool) -> Tensor:
     if d.__class__ is not SparseCOO:
         raise unsupported(f"sparse.{op} of a dense tensor (use aiograd.{op})")
     if dtype is not None and _resolve_dtype(dtype) != d.dtype:
-        input = input.to(dtype)  # type: ignore[attr-defined]
+        input = input.to(dtype)
         d = input._data
     coo: SparseCOO = d.coalesce()
     nd = coo.ndim

@@ -86,7 +86,7 @@ def _trigamma(x: np.ndarray) -> np.ndarray:
             x = x + 1
         ixx = 1 / (x * x)
         result += (1 + 1 / (2 * x) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / x
-    return np.where(low, -result, result)  # type: ignore[no-any-return]
+    return np.where(low, -result, result)
 
 
 def polygamma_kernel(n: int, x: np.ndarray) -> np.ndarray:

@@ -65,7 +65,7 @@ class LBFGS(Optimizer):
         self._params: list[Tensor] = self.param_groups[0]["params"]
 
     # ----- driving the algorithm ------------------------------------------------------------
-    def step(self, closure: Callable[[], Any] | None = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Run up to ``max_iter`` L-BFGS iterations; return the loss of the first closure call.
 
         With an ``async def`` closure this returns an awaitable that does the same.

@@ -46,7 +46,7 @@ EPOCH_DEPRECATION_WARNING = (
 
 def _group_values(optimizer: Optimizer, key: str) -> list[Any]:
     """``group[key]`` of every param group, Tensors cloned so that callers never alias them."""
-    return [g[key].clone() if isinstance(g[key], Tensor) else g[key]  # type: ignore[attr-defined]
+    return [g[key].clone() if isinstance(g[key], Tensor) else g[key]
             for g in optimizer.param_groups]
 
 
@@ -70,7 +70,7 @@ def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
         values = list(value)
     else:
         values = [value] * len(optimizer.param_groups)
-    return [v.clone() if isinstance(v, Tensor) else v for v in values]  # type: ignore[attr-defined]
+    return [v.clone() if isinstance(v, Tensor) else v for v in values]
 
 
 def _mark_optimizer_steps(scheduler: "LRScheduler") -> None:
@@ -85,7 +85,7 @@ def _mark_optimizer_steps(scheduler: "LRScheduler") -> None:
     def step(*args: Any, **kwargs: Any) -> Any:
         o = opt_ref()
         assert o is not None, "the optimizer of this step was garbage-collected"
-        o._opt_called = True  # type: ignore[attr-defined]
+        o._opt_called = True
         return func(o, *args, **kwargs)
 
     step._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
@@ -109,7 +109,7 @@ class LRScheduler:
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 lr = group["lr"]
-                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)  # type: ignore[attr-defined]
+                group.setdefault("initial_lr", lr.clone() if isinstance(lr, Tensor) else lr)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:

@@ -165,7 +165,7 @@ class Module:
         for item in target.split(".") if target else []:
             if item not in mod._modules:
                 raise AttributeError(f"{type(mod).__name__} has no attribute `{item}`")
-            mod = mod._modules[item]  # type: ignore[assignment]
+            mod = mod._modules[item]
         return mod
 
     # ----- traversal ----------------------------------------------------------------
@@ -457,7 +457,7 @@ class Sequential(Module):
         return len(self._modules)
 
     def __iter__(self) -> Iterator[Module]:
-        return iter(self._modules.values())  # type: ignore[arg-type]
+        return iter(self._modules.values())
 
     def __getitem__(self, idx: Any) -> Any:
         items = list(self._modules.items())
@@ -489,7 +489,7 @@ def weight_and_bias(module: "Module", weight_shape: tuple[int, ...], bias_size: 
         module.bias = _param(bias_size, dtype=dtype)
     else:
         module.register_parameter("bias", None)
-    module.reset_parameters()  # type: ignore[operator]
+    module.reset_parameters()
     if device is not None:
         module.to(device)
 
@@ -644,7 +644,7 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, input: Tensor) -> Tensor:
-        return input.flatten(self.start_dim, self.end_dim)  # type: ignore[attr-defined]
+        return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
@@ -685,7 +685,7 @@ class Unflatten(Module):
                 f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {self.dim} "
                 f"({shape[dim]}) in the input tensor"
             )
-        return input.reshape(*shape[:dim], *sizes, *shape[dim + 1:])  # type: ignore[attr-defined]
+        return input.reshape(*shape[:dim], *sizes, *shape[dim + 1:])
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

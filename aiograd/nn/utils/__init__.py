@@ -32,7 +32,7 @@ def _vector_norm(a: np.ndarray, p: float) -> np.ndarray:
     (NOTE [Norm primitives]), as torch computes these norms."""
     from ...ops.linalg._norms import vector_norm
 
-    return vector_norm(Tensor._wrap(a), p)._data  # type: ignore[no-any-return]
+    return vector_norm(Tensor._wrap(a), p)._data
 
 
 def get_total_norm(
@@ -120,11 +120,11 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """The parameters flattened and concatenated into one vector (differentiable, like torch.cat)."""
-    from ... import cat  # type: ignore[attr-defined]
+    from ... import cat
 
     params = list(parameters)
     _check_same_device(params)
-    return cat([p.reshape(-1) for p in params])  # type: ignore[attr-defined]
+    return cat([p.reshape(-1) for p in params])
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:

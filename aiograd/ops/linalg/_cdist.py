@@ -32,10 +32,10 @@ def _distances(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
     if a.shape[0] == 0 or b.shape[0] == 0 or m == 0:
         return np.zeros((a.shape[0], b.shape[0]))
     if p == 0:
-        return scipy_cdist(a, b, "hamming") * m  # type: ignore[no-any-return]
+        return scipy_cdist(a, b, "hamming") * m
     if p == math.inf:
-        return scipy_cdist(a, b, "chebyshev")  # type: ignore[no-any-return]
-    return scipy_cdist(a, b, "minkowski", p=p)  # type: ignore[no-any-return]
+        return scipy_cdist(a, b, "chebyshev")
+    return scipy_cdist(a, b, "minkowski", p=p)
 
 
 class CdistBackward0(Node):

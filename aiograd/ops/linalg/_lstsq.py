@@ -52,8 +52,8 @@ def pinv_array(d: np.ndarray, atol: Any = None, rtol: Any = None, hermitian: boo
     with np.errstate(divide="ignore"):
         inv = np.where(s > tol, 1 / np.where(s > tol, s if not hermitian else lam, 1), 0).astype(d.dtype)
     if hermitian:
-        return np.matmul(v * np.expand_dims(inv, -2), mT(v))  # type: ignore[no-any-return]
-    return np.matmul(mT(vh) * np.expand_dims(inv, -2), mT(u))  # type: ignore[no-any-return]
+        return np.matmul(v * np.expand_dims(inv, -2), mT(v))
+    return np.matmul(mT(vh) * np.expand_dims(inv, -2), mT(u))
 
 
 def pinv_backward(g: Any, p: Any, a: Any) -> Any:

@@ -52,14 +52,14 @@ def _matrix_power(A: Tensor, n: Any) -> Tensor:
         eye = np.broadcast_to(np.eye(d.shape[-1], dtype=d.dtype), d.shape)
         if not (A._requires_grad and grad_enabled()):
             return wrap(eye.copy(), A._device)
-        return where(np.ones(d.shape, bool), eye, A)  # type: ignore[no-any-return]  # the identity, a zero gradient
+        return where(np.ones(d.shape, bool), eye, A)  # the identity, a zero gradient
     if n < 0:
         A = _inv(A)
         if n == -1:
             return A
         n = -n
     if n == 1:
-        return clone(A)  # type: ignore[no-any-return]
+        return clone(A)
     # binary powering: A^n = prod of A^(2^i) over the bits of n
     result: Tensor | None = None
     square = A

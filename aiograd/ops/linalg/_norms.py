@@ -117,7 +117,7 @@ def _norm_values(xd: np.ndarray, p: float, dims: tuple[int, ...] | None, keepdim
             return np.sum(a, axis=dims, keepdims=keepdim)
         if p == 2:
             return np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
-        return np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1 / p)  # type: ignore[no-any-return]
+        return np.sum(a ** p, axis=dims, keepdims=keepdim) ** (1 / p)
 
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
@@ -207,9 +207,9 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
         outer -= 1
     extreme = amax if float(ord) > 0 else amin
     if float(ord) > 0 and A._data.shape[d0] * A._data.shape[d1] == 0:
-        return reduce_sum(abs(A), (d0, d1), keepdim=keepdim)  # type: ignore[call-overload, no-any-return]
-    sums = reduce_sum(abs(A), inner, keepdim=keepdim)  # type: ignore[call-overload]
-    return extreme(sums, outer, keepdim=keepdim)  # type: ignore[no-any-return]
+        return reduce_sum(abs(A), (d0, d1), keepdim=keepdim)
+    sums = reduce_sum(abs(A), inner, keepdim=keepdim)
+    return extreme(sums, outer, keepdim=keepdim)
 
 
 @LINALG.op(nodes=(LinalgVectorNormBackward0,), method=False, export=False)

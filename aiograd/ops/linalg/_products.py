@@ -446,7 +446,7 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     if xd.dtype.kind == "c":
         records("linalg.vecdot", x, y)  # refuses complex operands that require grad
         x = Tensor._wrap(np.conj(xd), x._device)
-    return sum(x * y, dim)  # type: ignore[operator, no-any-return]
+    return sum(x * y, dim)
 
 
 def _chain_order(dims: list[int]) -> list[list[int]]:

@@ -216,13 +216,13 @@ def slogdet(input: Tensor) -> return_types.slogdet:
     """``(sign, logabsdet)`` of the determinant of a square matrix or of each in a batch: the sign (0 for
     a singular matrix) and the log of its absolute value (``-inf`` there); only ``logabsdet`` has a
     gradient."""
-    return _slogdet(input, return_types.slogdet)  # type: ignore[no-any-return]
+    return _slogdet(input, return_types.slogdet)
 
 
 @LINALG.op(nodes=(LinalgSlogdetBackward0,), method=False, export=False, functions=(np.linalg.slogdet,))
 def linalg_slogdet(A: Tensor) -> return_types.linalg_slogdet:
     """``aiograd.linalg.slogdet``: ``(sign, logabsdet)`` of the determinant (see ``aiograd.slogdet``)."""
-    return _slogdet(A, return_types.linalg_slogdet)  # type: ignore[no-any-return]
+    return _slogdet(A, return_types.linalg_slogdet)
 
 
 @LINALG.op(nodes=(LinalgSlogdetBackward0,))
@@ -235,7 +235,7 @@ def logdet(input: Tensor) -> Tensor:
     if d.ndim >= 2:
         check_float("logdet", d)
     sign, logabs = _slogdet(input, return_types.slogdet)
-    return where(sign < 0, np.array(np.nan, dtype=d.dtype), logabs)  # type: ignore[no-any-return]
+    return where(sign < 0, np.array(np.nan, dtype=d.dtype), logabs)
 
 
 # ----- solve ------------------------------------------------------------------------------------

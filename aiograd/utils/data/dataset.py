@@ -202,7 +202,7 @@ class Subset(Dataset[T_co]):
         inner = [self.indices[i] for i in indices]
         getitems = getattr(self.dataset, "__getitems__", None)
         if callable(getitems):
-            return getitems(inner)  # type: ignore[no-any-return]
+            return getitems(inner)
         return [self.dataset[i] for i in inner]
 
     def __len__(self) -> int:
