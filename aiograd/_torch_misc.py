@@ -13,12 +13,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ._dtypes import bfloat16
 from .tensor import Tensor, get_default_dtype
 
 __all__ = [
     "finfo", "iinfo", "is_floating_point", "is_complex", "numel", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
-    "compile",
+    "compile", "bfloat16",
 ]
 
 _settings: dict[str, Any] = {"matmul_precision": "highest", "deterministic": False}

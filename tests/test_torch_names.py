@@ -333,3 +333,17 @@ def test_data_parallel_runs_the_module_on_the_whole_batch() -> None:
     out = dp(x).sum()
     out.backward_sync()
     assert lin.weight.grad is not None
+
+
+def test_bfloat16_is_a_name_that_says_why_it_cannot_be_used() -> None:
+    """numpy has no bfloat16: the name exists so code that lists dtypes runs (nanoGPT's train.py
+    on a machine without bf16: ``{'bfloat16': torch.bfloat16, ...}['float16']``), and any use
+    as a dtype says why it fails."""
+    table = {"float32": ag.float32, "bfloat16": ag.bfloat16, "float16": ag.float16}
+    assert table["float16"] == ag.float16 and repr(ag.bfloat16) == "aiograd.bfloat16"
+    assert ag.bfloat16.is_floating_point and ag.bfloat16.itemsize == 2
+    assert ag.cuda.is_bf16_supported() is False
+    for use in (lambda: ag.zeros(2, dtype=ag.bfloat16), lambda: ag.ones(2).to(ag.bfloat16),
+                lambda: ag.tensor([1.0], dtype=ag.bfloat16), lambda: ag.ones(2).type(ag.bfloat16)):
+        with pytest.raises(TypeError, match="aiograd has no bfloat16: numpy, which holds aiograd's tensors"):
+            use()

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from .._dtypes import UnsupportedDtype
+
 from ..autograd.graph import Node, link_one, record
 from ..device import Device
 from .._memory_format import (
@@ -81,7 +83,8 @@ _DTYPE_TYPES = (float, int, bool, complex)
 
 
 def _is_dtype(x: Any) -> bool:
-    return isinstance(x, np.dtype) or (isinstance(x, type) and (x in _DTYPE_TYPES or issubclass(x, np.generic)))
+    return (isinstance(x, (np.dtype, UnsupportedDtype))  # the latter refused where it is used, saying why
+            or (isinstance(x, type) and (x in _DTYPE_TYPES or issubclass(x, np.generic))))
 
 
 def _parse_to_args(args: tuple[Any, ...]) -> tuple[Any, Any, list[Any]]:
