@@ -262,3 +262,29 @@ async def test_checkpoint_of_a_large_block_under_every_offload_mode(use_reentran
         ag.set_offload("auto")
     for got, want in zip(_grads(x, w, b), expected):
         np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("segments", [1, 2, 3])
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_sequential_gives_the_gradients_of_the_plain_model(segments, use_reentrant) -> None:
+    from aiograd.utils.checkpoint import checkpoint, checkpoint_sequential
+
+    assert checkpoint is ag.checkpoint  # torch.utils.checkpoint's import path
+    ag.manual_seed(0)
+    model = ag.nn.Sequential(ag.nn.Linear(4, 5), ag.nn.Tanh(), ag.nn.Linear(5, 5), ag.nn.ReLU(), ag.nn.Linear(5, 2))
+    x = ag.randn(3, 4, requires_grad=True)
+    model(x).sum().backward()
+    want = [p.grad.numpy().copy() for p in model.parameters()] + [x.grad.numpy().copy()]
+    model.zero_grad()
+    x.grad = None
+    out = checkpoint_sequential(model, segments, x, use_reentrant=use_reentrant)
+    out.sum().backward()
+    got = [p.grad.numpy() for p in model.parameters()] + [x.grad.numpy()]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+    as_list = checkpoint_sequential(list(model.children()), segments, x, use_reentrant=use_reentrant)
+    np.testing.assert_allclose(as_list.detach().numpy(), out.detach().numpy())
+    with pytest.raises(ValueError, match="segments must be a positive integer"):
+        checkpoint_sequential(model, 0, x)
+    with pytest.raises(ValueError, match="6 segments for 5 functions"):
+        checkpoint_sequential(model, 6, x)
