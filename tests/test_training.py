@@ -87,11 +87,14 @@ async def test_demo_trains_beside_side_passes_and_writes_its_trace_and_timeline(
     tasks = {e["args"]["graph_task"] for e in events}
     step = {e["args"]["graph_task"] for e in events if e["name"] == "NllLossBackward0"}
     assert len(step) == 1 and len(tasks) >= 3  # the training step and both side tasks' passes
-    # What the picture claims: every matrix product, the training step's and the side passes',
-    # ran on the device thread; the loop's thread ran the others, one run at a time.
+    # What the picture claims: the matrix products longer than a time slice ran on the device
+    # thread, the training step's and every side pass's; the loop's thread ran the others, one
+    # run at a time. The side graph's products are sized to take a few slices, so each one is
+    # offloaded; a product of the step predicted under a slice (its 10-wide last layer, about
+    # 0.3 ms) may run inline, as the policy says (NOTE [Offload policy]).
     products = [e for e in events if e["name"] in ("AddmmBackward0", "MmBackward0")]
-    assert {e["args"]["graph_task"] for e in products} == tasks
-    assert all(e["args"]["offloaded"] for e in products)
+    assert {e["args"]["graph_task"] for e in products if e["args"]["offloaded"]} == tasks
+    assert all(e["args"]["offloaded"] for e in products if e["args"]["graph_task"] not in step)
     inline = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if not e["args"]["offloaded"])
     assert inline and all(b[0] >= a[1] - 1e-3 for a, b in zip(inline, inline[1:]))
     assert picture.read_bytes().startswith(b"\x89PNG")

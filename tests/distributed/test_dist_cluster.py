@@ -140,6 +140,7 @@ async def test_a_killed_worker_fails_rpc_and_backward_within_10_s(monkeypatch: p
     await dist.init(n_workers=3)
     try:
         # A killed process: its connections break at once.
+        departed = {await dist.rpc_async("worker0", _my_address)}
         call = asyncio.ensure_future(dist.rpc_async("worker0", sleep_for, args=(60.0,)))
         await asyncio.sleep(0.3)
         await _kill_and_expect_lost("worker0", call)
@@ -148,6 +149,7 @@ async def test_a_killed_worker_fails_rpc_and_backward_within_10_s(monkeypatch: p
         # Dask's worker-removal event can end the call.
         pid = await dist.rpc_async("worker1", os.getpid)
         address = await dist.rpc_async("worker1", _my_address)
+        departed.add(address)
         call = asyncio.ensure_future(dist.rpc_async("worker1", sleep_for, args=(60.0,)))
         await asyncio.sleep(0.3)
         os.kill(pid, signal.SIGSTOP)
@@ -162,6 +164,7 @@ async def test_a_killed_worker_fails_rpc_and_backward_within_10_s(monkeypatch: p
             os.kill(pid, signal.SIGKILL)
 
         # A worker killed while its part of a backward pass runs.
+        departed.add(await dist.rpc_async("worker2", _my_address))
         recorder = dist.remote("worker2", Recorder)
         x = ag.tensor([1.0, 2.0], requires_grad=True)
         async with dist.context() as cid:
@@ -173,13 +176,14 @@ async def test_a_killed_worker_fails_rpc_and_backward_within_10_s(monkeypatch: p
             t0 = time.monotonic()
         assert time.monotonic() - t0 < 1.0  # the release does not wait on the lost worker
         assert dist.debug_info() == {"num_current_backward_passes": 0, "num_autograd_contexts": 0}
+        # The departed addresses leave the driver's maps (LOST_KEPT_S). The nannies of the local
+        # cluster may restart the killed workers meanwhile: they join at new addresses.
         agent = dist_process().driver.agent  # type: ignore[attr-defined]
         for _ in range(100):
-            if not agent._lost and set(agent.names.values()) == {"driver"}:
+            if not departed & (set(agent._lost) | set(agent.names)):
                 break
             await asyncio.sleep(0.05)
-        assert agent._lost == {} and set(agent.names.values()) == {"driver"}
-        assert dist.workers() == []
+        assert not departed & set(agent._lost) and not departed & set(agent.names)
     finally:
         await dist.shutdown()
 
