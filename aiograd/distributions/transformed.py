@@ -185,6 +185,23 @@ def _param_repr(v: Tensor) -> Any:
     return v.item() if v.numel() == 1 else tuple(v.shape)
 
 
+class _Relaxed(TransformedDistribution):
+    """A relaxed distribution: a transform of its logit-space base, whose ``temperature``,
+    ``logits`` and ``probs`` it reads."""
+
+    @property
+    def temperature(self) -> Any:
+        return self.base_dist.temperature  # type: ignore[attr-defined]
+
+    @property
+    def logits(self) -> Tensor:
+        return self.base_dist.logits  # type: ignore[attr-defined]
+
+    @property
+    def probs(self) -> Tensor:
+        return self.base_dist.probs  # type: ignore[attr-defined]
+
+
 class LogitRelaxedBernoulli(_ProbsLogits):
     """The logit of a RelaxedBernoulli sample: ``(logits + log u - log(1 - u)) / temperature``."""
 
@@ -220,7 +237,7 @@ class LogitRelaxedBernoulli(_ProbsLogits):
         return t.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_Relaxed):
     """A continuous relaxation of Bernoulli on (0, 1) (the binary concrete distribution):
     ``sigmoid`` of a LogitRelaxedBernoulli sample; low temperatures approach 0/1 draws."""
 
@@ -236,18 +253,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def expand(self, batch_shape: Any, _instance: Any = None) -> "RelaxedBernoulli":
         new = self._get_checked_instance(RelaxedBernoulli, _instance)
         return super().expand(batch_shape, _instance=new)  # type: ignore[return-value]
-
-    @property
-    def temperature(self) -> Any:
-        return self.base_dist.temperature  # type: ignore[attr-defined]
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits  # type: ignore[attr-defined]
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return "RelaxedBernoulli(" + repr(self.base_dist)[len("LogitRelaxedBernoulli("):]
@@ -309,7 +314,7 @@ class ExpRelaxedCategorical(Distribution):
         return "ExpRelaxedCategorical(" + repr(self._categorical)[len("Categorical("):]
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_Relaxed):
     """A continuous relaxation of OneHotCategorical on the simplex (the concrete / Gumbel-softmax
     distribution): ``exp`` of an ExpRelaxedCategorical sample."""
 
@@ -325,18 +330,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def expand(self, batch_shape: Any, _instance: Any = None) -> "RelaxedOneHotCategorical":
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)  # type: ignore[return-value]
-
-    @property
-    def temperature(self) -> Any:
-        return self.base_dist.temperature  # type: ignore[attr-defined]
-
-    @property
-    def logits(self) -> Tensor:
-        return self.base_dist.logits  # type: ignore[attr-defined]
-
-    @property
-    def probs(self) -> Tensor:
-        return self.base_dist.probs  # type: ignore[attr-defined]
 
     def __repr__(self) -> str:
         return "RelaxedOneHotCategorical(" + repr(self.base_dist)[len("ExpRelaxedCategorical("):]
