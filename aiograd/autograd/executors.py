@@ -43,6 +43,7 @@ import threadpoolctl
 
 from .. import _aio
 from ..device import CPU, Device
+from .blas_threads import AdaptiveThreads, MachineLoad, adaptive_enabled_by_env
 from .ready_queue import ReadyQueue
 
 if TYPE_CHECKING:
@@ -115,6 +116,7 @@ class DeviceRuntime:
         """
         with self._lock:
             self._queue.push(gt, node, grads)
+        _machine.watch(threading.get_ident())  # the thread handing work over: the loop's (NOTE [Adaptive BLAS threads])
         return self.executor.submit(self._run_next, contextvars.copy_context())
 
     def _run_next(self, ctx: contextvars.Context) -> None:
@@ -122,6 +124,7 @@ class DeviceRuntime:
             if not self._queue:
                 return
             gt, node, grads = self._queue.pop()
+        _adaptive.before_job()
         if gt.error is not None:
             gt.post(gt.device_done, node, grads, None, None, 0.0)
             return
@@ -200,6 +203,8 @@ def _reset_after_fork() -> None:
         rt._lock = threading.Lock()
     _thread_state.executor = False  # the forking thread may have been an executor's: here it is the main one
     _blas._lock = threading.Lock()
+    _adaptive._lock = threading.Lock()
+    _machine.watch(threading.get_ident())
     graph._GRAD_LOCKS = tuple(threading.Lock() for _ in graph._GRAD_LOCKS)
     monitor._active_lock = threading.Lock()
 
@@ -379,7 +384,8 @@ def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
     job: that thread must not wait for work queued behind itself (NOTE [Work on an executor thread])."""
     ctx = contextvars.copy_context()
     if not getattr(_thread_state, "executor", False):
-        return runtime(CPU).executor.submit(ctx.run, fn, *args, **kwargs)
+        _machine.watch(threading.get_ident())  # the thread handing work over: the loop's (NOTE [Adaptive BLAS threads])
+        return runtime(CPU).executor.submit(_sized_job, ctx, fn, args, kwargs)
     job: Future[T] = Future()
     job.set_running_or_notify_cancel()
     try:
@@ -389,6 +395,11 @@ def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
     else:
         job.set_result(result)
     return job
+
+
+def _sized_job(ctx: contextvars.Context, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    _adaptive.before_job()
+    return ctx.run(fn, *args, **kwargs)
 
 
 async def await_job(job: "Future[T]") -> T:
@@ -484,7 +495,9 @@ class _BlasThreads:
 
     def __init__(self) -> None:
         self.requested: int | None = None  # set_num_threads
+        self.adaptive = adaptive_enabled_by_env()  # NOTE [Adaptive BLAS threads]
         self._lock = threading.Lock()
+        self._libs: list[Callable[[int], Any]] = []  # the BLAS libraries' setters, kept for fast resizing
 
     def target(self) -> int | None:
         """The BLAS threads per kernel aiograd wants, or None to leave BLAS alone."""
@@ -509,9 +522,35 @@ class _BlasThreads:
         if n is not None:
             with self._lock:
                 threadpoolctl.threadpool_limits(limits=n, user_api="blas")
+                chosen = self.requested is not None or bool(os.environ.get(ENV_VAR, "").strip())
+                adaptive = self.adaptive and not chosen and _machine.available
+                if adaptive:  # the libraries loaded now (a library loaded later is found at the next apply)
+                    self._libs = [_setter(lib) for lib in
+                                  threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers]
+                wide = max(1, available_cores() // max(1, live_threads()))
+                _adaptive.configure(adaptive and bool(self._libs), n, wide)
+        else:
+            _adaptive.configure(False, 1, 1)
+
+    def set_fast(self, n: int) -> None:
+        """Resize the BLAS pools found at the last ``apply`` (microseconds: no library lookup)."""
+        for set_threads in self._libs:
+            set_threads(n)
+
+
+def _setter(lib: Any) -> Callable[[int], Any]:
+    """The function that sizes ``lib``'s pool from any thread.
+
+    threadpoolctl's ``set_num_threads`` of a pthreads OpenBLAS obeys only the first thread
+    that called it and silently does nothing on the others (the executor thread resizes
+    here); ``_real_set_num_threads`` is the library's own call. Older threadpoolctl
+    versions have no such rule and no such method."""
+    return getattr(lib, "_real_set_num_threads", None) or lib.set_num_threads
 
 
 _blas = _BlasThreads()
+_machine = MachineLoad()
+_adaptive = AdaptiveThreads(_blas.set_fast, _machine.read)
 
 
 def _check_threads(n: Any) -> int:

@@ -1,0 +1,206 @@
+"""BLAS threads that widen while the machine has cores to spare (aiograd/autograd/blas_threads.py).
+
+NOTE [Adaptive BLAS threads]: the switching is driven by hand here (a fake clock,
+fake load readings, a fake /proc/stat), so every test is deterministic: no
+assertion depends on how fast anything ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aiograd as ag
+from aiograd.autograd import executors
+from aiograd.autograd.blas_threads import AdaptiveThreads, MachineLoad
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _adaptive(readings: list[tuple[float, float] | None]) -> tuple[AdaptiveThreads, list[int], FakeClock]:
+    applied: list[int] = []
+    clock = FakeClock()
+    a = AdaptiveThreads(applied.append, lambda: readings.pop(0), clock)
+    a.configure(True, 1, 2)
+    return a, applied, clock
+
+
+def test_widens_when_the_machine_is_idle_and_narrows_when_load_arrives() -> None:
+    a, applied, clock = _adaptive([(0.1, 0.05), (1.0, 0.0), (0.0, 0.9), (0.2, 0.2)])
+    a.before_job()
+    assert applied == [2] and a.current == 2  # other processes and the loop left the cores free
+    clock.now += a.period_s
+    a.before_job()
+    assert applied == [2, 1]  # a busy neighbour: narrow
+    clock.now += a.period_s
+    a.before_job()
+    assert applied == [2, 1]  # a busy loop: still narrow, and no call to resize to the same size
+    clock.now += a.period_s
+    a.before_job()
+    assert applied == [2, 1, 2] and a.switches == 3
+
+
+def test_reads_the_load_at_most_once_a_period() -> None:
+    readings: list[tuple[float, float] | None] = [(0.0, 0.0), (1.5, 0.0)]
+    a, applied, clock = _adaptive(readings)
+    a.before_job()
+    clock.now += a.period_s / 2
+    for _ in range(10):
+        a.before_job()
+    assert applied == [2] and readings == [(1.5, 0.0)]  # no second reading within the period
+    clock.now += a.period_s / 2
+    a.before_job()
+    assert applied == [2, 1] and readings == []
+
+
+def test_an_unknown_load_keeps_the_narrow_size() -> None:
+    a, applied, clock = _adaptive([None, (0.0, 0.0), None])
+    a.before_job()
+    assert applied == [] and a.current == 1
+    clock.now += a.period_s
+    a.before_job()
+    clock.now += a.period_s
+    a.before_job()
+    assert applied == [2, 1]
+
+
+def test_the_threshold_counts_the_neighbours_and_the_loop_together() -> None:
+    a, _, _ = _adaptive([])
+    below = a.widen_below
+    assert a.decide((below / 2, below / 2)) == 2
+    assert a.decide((below / 2, below / 2 + 0.01)) == 1
+    assert a.decide((below + 0.01, 0.0)) == 1
+
+
+def test_inactive_never_reads_nor_resizes() -> None:
+    readings: list[tuple[float, float] | None] = [(0.0, 0.0)]
+    a, applied, _ = _adaptive(readings)
+    for active, narrow, wide in ((False, 1, 2), (True, 2, 2)):  # turned off; nothing to widen to
+        a.configure(active, narrow, wide)
+        a.before_job()
+        assert not a.active and applied == [] and readings == [(0.0, 0.0)]
+
+
+# ----- reading the load ---------------------------------------------------------------
+
+
+def _stat(path: Path, busy: int, idle: int) -> None:
+    # cpu user nice system idle iowait irq softirq steal guest guest_nice (in clock ticks)
+    path.write_text(f"cpu  {busy} 0 0 {idle} 0 0 0 0 {busy // 2} 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n")
+
+
+def test_machine_load_separates_other_processes_from_this_one_and_from_the_loop(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    hz = float(os.sysconf("SC_CLK_TCK"))
+    wall, process, thread = FakeClock(), FakeClock(), {7: 3.0}
+    _stat(stat, busy=1000, idle=5000)
+    m = MachineLoad(str(stat), wall, process, thread_clock=lambda ident: thread[ident])
+    assert m.available
+    m.watch(7)
+    assert m.read() is None  # the first reading has nothing to compare with
+    # 2 s later: the machine was busy 3 s of CPU (guest time is already in user time), of
+    # which this process used 1 s and its loop thread 0.5 s
+    wall.now += 2.0
+    process.now += 1.0
+    thread[7] += 0.5
+    _stat(stat, busy=1000 + int(3 * hz), idle=5000 + int(1 * hz))
+    other, loop = m.read()  # type: ignore[misc]
+    assert other == pytest.approx(1.0) and loop == pytest.approx(0.25)
+    m.watch(8)  # another thread hands work over: its clock starts now
+    thread[8] = 9.0
+    assert m.read() is None
+
+
+def test_machine_load_is_unavailable_without_proc_stat(tmp_path: Path) -> None:
+    m = MachineLoad(str(tmp_path / "missing"))
+    assert not m.available and m.read() is None
+
+
+# ----- in the executors ---------------------------------------------------------------
+
+
+@pytest.fixture
+def driven(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[float, float] | None]]:
+    """The process's adaptive sizing at its default, reading the loads this list holds."""
+    if executors.available_cores() < 2 or not executors._machine.available:
+        pytest.fail("these tests need Linux and 2 cores (CI has both)")
+    before = executors._blas.requested
+    readings: list[tuple[float, float] | None] = []
+    monkeypatch.setattr(executors._adaptive, "_read", lambda: readings.pop(0) if readings else None)
+    ag.set_num_threads(None)
+    yield readings
+    executors._blas.requested = before
+    monkeypatch.undo()
+    executors._blas.apply()
+
+
+def _due() -> None:
+    executors._adaptive._next = 0.0  # the period is over: the next job reads the load
+
+
+async def test_an_offloaded_call_widens_and_narrows_the_blas_pools(driven: list[tuple[float, float] | None]) -> None:
+    narrow = executors._BlasThreads.default()
+    assert executors._adaptive.active and ag.get_num_threads() == narrow
+    driven.append((0.0, 0.1))
+    _due()
+    await ag.offload(lambda: None)
+    assert ag.get_num_threads() == executors.available_cores() // executors.live_threads() > narrow
+    driven.append((1.0, 0.0))  # a busy neighbour
+    _due()
+    await ag.offload(lambda: None)
+    assert ag.get_num_threads() == narrow
+
+
+async def test_an_offloaded_kernel_of_a_backward_resizes_first(driven: list[tuple[float, float] | None]) -> None:
+    x = ag.tensor(np.ones((64, 64)), requires_grad=True)
+    loss = (x @ x).sum()
+    driven.append((0.0, 0.0))
+    _due()
+    ag.set_offload("always")
+    try:
+        await loss.backward()
+    finally:
+        ag.set_offload("auto")
+    assert ag.get_num_threads() > executors._BlasThreads.default()
+    np.testing.assert_allclose(x.grad.numpy(), np.full((64, 64), 128.0))
+
+
+def test_a_size_chosen_by_the_user_turns_it_off(driven: list[tuple[float, float] | None]) -> None:
+    ag.set_num_threads(1)
+    assert not executors._adaptive.active
+    ag.set_num_threads(None)
+    assert executors._adaptive.active
+
+
+_PROBE = (
+    "import json, aiograd as ag\n"
+    "from aiograd.autograd import executors\n"
+    "print(json.dumps([executors._adaptive.active, ag.get_num_threads()]))\n"
+)
+
+
+@pytest.mark.parametrize(("env", "active"), [({}, True), ({"AIOGRAD_ADAPTIVE_THREADS": "0"}, False),
+                                             ({"AIOGRAD_NUM_THREADS": "1"}, False),
+                                             ({"OPENBLAS_NUM_THREADS": "1"}, False)])
+def test_the_environment_turns_it_off(env: dict[str, str], active: bool) -> None:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in (executors.ENV_VAR, "AIOGRAD_ADAPTIVE_THREADS", *executors.BLAS_ENV_VARS)}
+    out = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, **env}, capture_output=True, text=True,
+                         timeout=120, check=True)
+    is_active, threads = json.loads(out.stdout.strip().splitlines()[-1])
+    assert is_active == (active and executors.available_cores() > 1 and executors._machine.available)
+    if "OPENBLAS_NUM_THREADS" not in env:
+        assert threads == (1 if env else executors._BlasThreads.default())  # starts narrow
