@@ -38,32 +38,41 @@ def _adaptive(readings: list[tuple[float, float] | None]) -> tuple[AdaptiveThrea
     return a, applied, clock
 
 
-def test_widens_when_the_machine_is_idle_and_narrows_when_load_arrives() -> None:
+def test_widens_jobs_while_the_machine_is_idle_and_not_once_load_arrives() -> None:
     a, applied, clock = _adaptive([(0.1, 0.05), (1.0, 0.0), (0.0, 0.9), (0.2, 0.2)])
     a.before_job()
-    assert applied == [2] and a.current == 2  # other processes and the loop left the cores free
+    assert applied == [2] and a.is_wide()  # other processes and the loop left the cores free
+    a.after_job()
+    assert applied == [2, 1] and not a.is_wide()  # between jobs, the pools are narrow
     clock.now += a.period_s
     a.before_job()
-    assert applied == [2, 1]  # a busy neighbour: narrow
+    a.after_job()
+    assert applied == [2, 1]  # a busy neighbour: the job runs narrow, and nothing is resized
     clock.now += a.period_s
     a.before_job()
-    assert applied == [2, 1]  # a busy loop: still narrow, and no call to resize to the same size
+    assert applied == [2, 1]  # a busy loop: narrow as well
+    a.after_job()
     clock.now += a.period_s
     a.before_job()
-    assert applied == [2, 1, 2] and a.switches == 3
+    a.before_job()  # already wide: no second call
+    assert applied == [2, 1, 2]
+    a.after_job()
+    assert applied == [2, 1, 2, 1] and a.switches == 4
 
 
 def test_reads_the_load_at_most_once_a_period() -> None:
     readings: list[tuple[float, float] | None] = [(0.0, 0.0), (1.5, 0.0)]
     a, applied, clock = _adaptive(readings)
     a.before_job()
+    a.after_job()
     clock.now += a.period_s / 2
     for _ in range(10):
         a.before_job()
-    assert applied == [2] and readings == [(1.5, 0.0)]  # no second reading within the period
+        a.after_job()
+    assert applied == [2, 1] * 11 and readings == [(1.5, 0.0)]  # the reading holds for the period
     clock.now += a.period_s / 2
     a.before_job()
-    assert applied == [2, 1] and readings == []
+    assert readings == [] and not a.is_wide() and len(applied) == 22
 
 
 def test_an_unknown_load_keeps_the_narrow_size() -> None:
@@ -73,6 +82,8 @@ def test_an_unknown_load_keeps_the_narrow_size() -> None:
     clock.now += a.period_s
     a.before_job()
     clock.now += a.period_s
+    a.before_job()  # unknown again: the job that was wide stays so until it ends
+    a.after_job()
     a.before_job()
     assert applied == [2, 1]
 
@@ -91,6 +102,7 @@ def test_inactive_never_reads_nor_resizes() -> None:
     for active, narrow, wide in ((False, 1, 2), (True, 2, 2)):  # turned off; nothing to widen to
         a.configure(active, narrow, wide)
         a.before_job()
+        a.after_job()
         assert not a.active and applied == [] and readings == [(0.0, 0.0)]
 
 
@@ -151,20 +163,29 @@ def _due() -> None:
     executors._adaptive._next = 0.0  # the period is over: the next job reads the load
 
 
-async def test_an_offloaded_call_widens_and_narrows_the_blas_pools(driven: list[tuple[float, float] | None]) -> None:
+async def test_an_offloaded_call_runs_wide_while_the_machine_is_idle(driven: list[tuple[float, float] | None]) -> None:
     narrow = executors._BlasThreads.default()
-    assert executors._adaptive.active and ag.get_num_threads() == narrow
+    wide = executors.available_cores() // max(1, executors.live_threads())
+    assert executors._adaptive.active and ag.get_num_threads() == narrow and wide > narrow
     driven.append((0.0, 0.1))
     _due()
-    await ag.offload(lambda: None)
-    assert ag.get_num_threads() == executors.available_cores() // executors.live_threads() > narrow
+    assert await ag.offload(ag.get_num_threads) == wide
+    assert ag.get_num_threads() == narrow  # narrow again once the job is over
     driven.append((1.0, 0.0))  # a busy neighbour
     _due()
-    await ag.offload(lambda: None)
-    assert ag.get_num_threads() == narrow
+    assert await ag.offload(ag.get_num_threads) == narrow
 
 
-async def test_an_offloaded_kernel_of_a_backward_resizes_first(driven: list[tuple[float, float] | None]) -> None:
+async def test_an_offloaded_kernel_of_a_backward_runs_wide(driven: list[tuple[float, float] | None],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    apply_sync = executors._apply_sync
+
+    def recording(node: object, grads: object) -> object:  # on the executor thread, in the job
+        seen.append(ag.get_num_threads())
+        return apply_sync(node, grads)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(executors, "_apply_sync", recording)
     x = ag.tensor(np.ones((64, 64)), requires_grad=True)
     loss = (x @ x).sum()
     driven.append((0.0, 0.0))
@@ -174,8 +195,26 @@ async def test_an_offloaded_kernel_of_a_backward_resizes_first(driven: list[tupl
         await loss.backward()
     finally:
         ag.set_offload("auto")
-    assert ag.get_num_threads() > executors._BlasThreads.default()
+    narrow = executors._BlasThreads.default()
+    assert seen and seen[0] == executors.available_cores() // max(1, executors.live_threads()) > narrow
+    assert ag.get_num_threads() == narrow
     np.testing.assert_allclose(x.grad.numpy(), np.full((64, 64), 128.0))
+
+
+def test_while_a_job_runs_wide_blas_nodes_leave_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A product run on the loop would wait for the executor's wide product: ``auto`` offloads it."""
+    a = ag.tensor(np.ones((8, 8)), requires_grad=True)
+    node = (a @ a).grad_fn
+    assert type(node).__name__ in executors.BLAS_NODES
+    elementwise = (a * 2).grad_fn
+    fake, applied, _ = _adaptive([(0.0, 0.0)])
+    monkeypatch.setattr(executors, "_adaptive", fake)
+    assert not executors.policy.should_offload(node, 1e-3, False)  # tiny: inline
+    fake.before_job()
+    assert fake.is_wide() and executors.policy.should_offload(node, 1e-3, False)
+    assert not executors.policy.should_offload(elementwise, 1e-3, False)  # not a BLAS product: unchanged
+    fake.after_job()
+    assert not executors.policy.should_offload(node, 1e-3, False)
 
 
 def test_a_size_chosen_by_the_user_turns_it_off(driven: list[tuple[float, float] | None]) -> None:

@@ -157,6 +157,7 @@ class AdaptiveThreads:
         self.current: int | None = None  # the size last applied by this object
         self._next = 0.0
         self.switches = 0
+        self.widen = False  # the last reading allows wide jobs
         self.load: tuple[float, float] | None = None  # the last reading
         self._lock = threading.Lock()
 
@@ -166,22 +167,32 @@ class AdaptiveThreads:
             self.narrow, self.wide = narrow, max(narrow, wide)
             self.active = active and self.wide > self.narrow
             self.current = narrow
+            self.widen = False
             self.load = None
             self._next = 0.0
 
     def before_job(self) -> None:
-        """Called on an executor thread before each job: re-read the load once a period, resize if needed."""
+        """Called on an executor thread before each job: re-read the load once a period; widen if it allows."""
         if not self.active:
             return
         now = self._clock()
-        if now < self._next:
-            return
-        with self._lock:
-            if now < self._next or not self.active:
-                return
-            self._next = now + self.period_s
-            self.load = self._read()
-            self._apply(self.decide(self.load))
+        if now >= self._next:
+            with self._lock:
+                if now >= self._next and self.active:
+                    self._next = now + self.period_s
+                    self.load = self._read()
+                    self.widen = self.decide(self.load) == self.wide
+        if self.widen:
+            self._apply(self.wide)
+
+    def after_job(self) -> None:
+        """Called on an executor thread after each job: back to narrow (NOTE [Adaptive BLAS threads])."""
+        if self.current != self.narrow and self.active:
+            self._apply(self.narrow)
+
+    def is_wide(self) -> bool:
+        """Whether an executor job runs with wide BLAS now (the loop's BLAS calls would wait for it)."""
+        return self.current != self.narrow
 
     def decide(self, load: tuple[float, float] | None) -> int:
         """The size for a reading: wide only when other processes and the loop left the cores free."""
@@ -191,10 +202,11 @@ class AdaptiveThreads:
         return self.wide if other + loop <= self.widen_below else self.narrow
 
     def _apply(self, n: int) -> None:
-        if n != self.current:
-            self._set_threads(n)
-            self.current = n
-            self.switches += 1
+        with self._lock:
+            if n != self.current:
+                self._set_threads(n)
+                self.current = n
+                self.switches += 1
 
     def stats(self) -> dict[str, Any]:
         return {"active": self.active, "narrow": self.narrow, "wide": self.wide, "current": self.current,

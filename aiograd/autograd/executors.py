@@ -124,10 +124,10 @@ class DeviceRuntime:
             if not self._queue:
                 return
             gt, node, grads = self._queue.pop()
-        _adaptive.before_job()
         if gt.error is not None:
             gt.post(gt.device_done, node, grads, None, None, 0.0)
             return
+        _adaptive.before_job()
         t0 = perf_counter()
         c0 = kernel_clock()
         try:
@@ -136,6 +136,7 @@ class DeviceRuntime:
         except BaseException as e:  # handed to the driver, which raises it
             outputs, err = None, e
         secs = kernel_clock() - c0
+        _adaptive.after_job()
         t1 = perf_counter()
         if gt.monitor is not None:
             gt.monitor.ran_on_device(node, t0, t1)
@@ -258,6 +259,8 @@ class OffloadPolicy:
         """
         if self.mode != "auto":
             return self.mode == "always"
+        if node.__class__.__name__ in BLAS_NODES and _adaptive.is_wide():
+            return True  # inline, it would wait for the executor's wide product (NOTE [Adaptive BLAS threads])
         predicted = self.predict(node)
         if predicted > time_slice * self.stretch:  # responsiveness: inline, it would hold the loop past a slice
             return True
@@ -349,6 +352,15 @@ class OffloadPolicy:
 # than the hand-off it saves.
 
 
+# The node types whose backward is a BLAS product (or several): while an executor job
+# runs with wide BLAS, such a node run on the loop would wait for that job's product to
+# end (NOTE [Adaptive BLAS threads]), so ``auto`` sends it to the executor instead.
+BLAS_NODES = frozenset({
+    "MmBackward0", "AddmmBackward0", "BmmBackward0", "BaddbmmBackward0", "AddbmmBackward0", "MvBackward0",
+    "AddmvBackward0", "DotBackward0", "EinsumBackward0", "ConvolutionBackward0", "LstmBackward0",
+    "SqueezeMmBackward", "UnsafeViewMmBackward", "ScaledDotProductFlashAttentionForCpuBackward0",
+})
+
 policy = OffloadPolicy()
 
 
@@ -399,7 +411,10 @@ def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
 
 def _sized_job(ctx: contextvars.Context, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     _adaptive.before_job()
-    return ctx.run(fn, *args, **kwargs)
+    try:
+        return ctx.run(fn, *args, **kwargs)
+    finally:
+        _adaptive.after_job()
 
 
 async def await_job(job: "Future[T]") -> T:
