@@ -214,12 +214,12 @@ def phase_rows(bench: str, case: str, model: Model, repeat: int) -> list[dict[st
 
 @contextlib.contextmanager
 def blas_one_thread() -> Iterator[None]:
-    """numpy's BLAS at one thread while the block runs (nothing when threadpoolctl is absent)."""
-    tpc = H.optional_import("threadpoolctl")
-    if tpc is None:
+    """numpy's BLAS at one thread while the block runs, aiograd's executor jobs included (AIOGRAD_NUM_THREADS:
+    no adaptive widening, NOTE [Adaptive BLAS threads]); nothing when threadpoolctl is absent."""
+    if H.optional_import("threadpoolctl") is None:
         yield
         return
-    with tpc.threadpool_limits(limits=1, user_api="blas"):
+    with H.blas_threads(1):
         yield
 
 

@@ -217,6 +217,37 @@ def test_while_a_job_runs_wide_blas_nodes_leave_the_loop(monkeypatch: pytest.Mon
     assert not executors.policy.should_offload(node, 1e-3, False)
 
 
+def test_a_size_set_from_outside_holds_while_it_is_set() -> None:
+    touched = [True]
+    applied: list[int] = []
+    clock = FakeClock()
+    a = AdaptiveThreads(applied.append, lambda: (0.0, 0.0), clock, untouched=lambda: not touched[0])
+    a.configure(True, 1, 2)
+    a.before_job()
+    assert applied == [] and not a.is_wide()  # a threadpoolctl block (or a BLAS variable) is in force
+    a.after_job()
+    touched[0] = False  # the block ended
+    a.before_job()
+    assert applied == [2]
+
+
+async def test_a_threadpoolctl_block_or_a_variable_keeps_jobs_narrow(driven: list[tuple[float, float] | None],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import threadpoolctl
+
+    narrow = executors._BlasThreads.default()
+    driven.extend([(0.0, 0.0)] * 3)
+    _due()
+    with threadpoolctl.threadpool_limits(limits=narrow + 1, user_api="blas"):
+        assert await ag.offload(ag.get_num_threads) == narrow + 1  # not resized by aiograd
+    monkeypatch.setenv("AIOGRAD_NUM_THREADS", str(narrow))
+    _due()
+    assert await ag.offload(ag.get_num_threads) == narrow
+    monkeypatch.delenv("AIOGRAD_NUM_THREADS")
+    _due()
+    assert await ag.offload(ag.get_num_threads) > narrow
+
+
 def test_a_size_chosen_by_the_user_turns_it_off(driven: list[tuple[float, float] | None]) -> None:
     ag.set_num_threads(1)
     assert not executors._adaptive.active

@@ -1,38 +1,44 @@
-"""BLAS threads that widen to every core while the machine has them to spare (NOTE [Adaptive BLAS threads]).
+"""BLAS threads that widen to every core while the machine has them to spare.
 
 NOTE [Adaptive BLAS threads]: by default aiograd gives a BLAS kernel the cores
 left after the event loop's thread (NOTE [BLAS threads] in executors.py): one
 thread on a 2-core machine, so that the loop always finds a core and a kernel
 never stalls waiting for a BLAS thread that another process preempted. On an
-idle machine that leaves a core unused. So the executor thread, before each
-job it runs (an offloaded kernel, an ``ag.offload`` call, a ``step_async``),
-looks at what the machine did over the last ``period_s`` and sizes BLAS for
-the job:
+idle machine that leaves a core unused. So each executor job (an offloaded
+backward kernel, an ``ag.offload`` call, a ``step_async``) may run *wide*:
 
-- *wide* (every core, shared by the executors) when the other processes and
-  the thread that hands work to the executors (the event loop's) used, in
-  all, at most ``widen_below`` of a core;
-- *narrow* (the default above) otherwise.
+- Once a period (``period_s``, 0.1 s), before a job, the executor thread
+  reads the load: the machine's busy CPU time (``/proc/stat``) less this
+  process's gives the other processes' load, the CPU clock of the thread that
+  hands work to the executors (``pthread_getcpuclockid``: the event loop's)
+  gives the loop's. If the two together used at most ``widen_below`` (0.5) of
+  a core, the jobs of the next period run wide.
+- A job that may run wide sets BLAS to every core (shared by the executors)
+  when it starts and back to the narrow size when it ends: between jobs, and
+  so for any kernel that starts on the loop meanwhile, BLAS is narrow.
+- While a job runs wide, ``auto`` sends the backward nodes that are BLAS
+  products (``BLAS_NODES`` in executors.py) to the executor instead of running
+  them on the loop: OpenBLAS lets one threaded product run at a time, so a
+  product started on the loop would wait for the executor's to end (a 0.15 ms
+  product beside a 512x784x512 one: 0.15 ms median at one thread, 1.2 ms
+  median and 8.5 ms p99 at two). That wait was the loop's lag.
+- A size set from outside holds: an aiograd or BLAS variable, or a
+  ``threadpool_limits`` block to another size, keeps jobs narrow while set.
 
-The two signals are cheap, read from the executor thread without touching the
-loop: the CPU time of the machine (``/proc/stat``) less this process's gives
-the other processes' load; the CPU clock of the loop's thread
-(``pthread_getcpuclockid``) gives the loop's. Both are sampled at most once a
-period, and BLAS is switched only when the size changes, through the BLAS
-libraries' own setters kept from one call to the next (``threadpool_limits``
-costs 2-3 ms a call: it lists the loaded libraries each time; the kept setter
-costs ~4 us).
+Resizing goes through the BLAS libraries' own setters kept from one call to
+the next (about 3 us a call; ``threadpool_limits`` costs 2-3 ms a call: it
+lists the loaded libraries each time), and only when the size changes.
 
-Why a window and not every kernel: the harm of a wide kernel is a thread more
-than the cores can run at once. A kernel whose BLAS threads wait for one
-another then stalls while one of them is preempted (a 512x784x512 product
-measured 9.5 ms at one thread and 64 ms at two beside a load of 5), and
-OpenBLAS's workers spin for a while after a kernel (about 25 ms of CPU in the
-50 ms after a two-thread product), taking a core from the loop. A busy
-neighbour or a busy loop shows up in the window before the next kernels, and
-the executor narrows them; one narrow kernel costs at most a period of width.
+Why the load decides: the harm of a wide kernel is a thread more than the
+cores can run at once. A kernel whose BLAS threads wait for one another then
+stalls while one of them is preempted (a 512x784x512 product took 9.5 ms at
+one thread and 64 ms at two beside a load of 5), and OpenBLAS's workers spin
+for a while after a kernel (about 25 ms of CPU in the 50 ms after a
+two-thread product), taking a core from whoever else wants it. A busy
+neighbour shows in the next reading and the jobs stay narrow; at worst one
+period runs wide beside it.
 
-Off where the signals cannot be read (no ``/proc/stat``: not Linux), where the
+Off where the load cannot be read (no ``/proc/stat``: not Linux), where the
 user chose a size (``set_num_threads``, AIOGRAD_NUM_THREADS, a BLAS
 environment variable), and with AIOGRAD_ADAPTIVE_THREADS=0.
 """
@@ -139,16 +145,21 @@ class AdaptiveThreads:
     """Sizes BLAS narrow or wide before each executor job (NOTE [Adaptive BLAS threads]).
 
     ``set_threads(n)`` applies a size; ``read()`` returns (other load, loop load) in
-    cores over the last period, or None when unknown (then the size stays narrow). Both
-    are injected so the switching can be driven by hand in tests.
+    cores over the last period, or None when unknown (then the size stays narrow);
+    ``untouched()`` says that nobody else sized BLAS meanwhile (a limit set from outside
+    holds while it is set: no job widens past it). All three are injected so the
+    switching can be driven by hand in tests.
     """
 
     period_s = 0.1  # how often the load is read (on the executor thread, before a job)
     widen_below = 0.5  # cores used by other processes and the loop under which kernels go wide
 
     def __init__(self, set_threads: Callable[[int], None], read: Callable[[], tuple[float, float] | None],
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 untouched: Callable[[], bool] = lambda: True) -> None:
+        """``untouched()``: no size was set from outside since (a BLAS variable, a threadpoolctl limit)."""
         self._set_threads = set_threads
+        self._untouched = untouched
         self._read = read
         self._clock = clock
         self.narrow = 1
@@ -182,7 +193,7 @@ class AdaptiveThreads:
                     self._next = now + self.period_s
                     self.load = self._read()
                     self.widen = self.decide(self.load) == self.wide
-        if self.widen:
+        if self.widen and self.current != self.wide and self._untouched():
             self._apply(self.wide)
 
     def after_job(self) -> None:

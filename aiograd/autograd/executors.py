@@ -484,7 +484,9 @@ def _name(fn: Any) -> str:
 # neither of those, aiograd leaves BLAS alone. Applied at import, when an
 # executor starts (a BLAS library loaded later is sized then too) and by
 # set_num_threads. The limits are per process: they hold for every numpy call
-# in it, on any thread.
+# in it, on any thread. With the default size, an executor job runs with BLAS at
+# every core while the machine is idle (NOTE [Adaptive BLAS threads] in
+# blas_threads.py).
 
 ENV_VAR = "AIOGRAD_NUM_THREADS"
 BLAS_ENV_VARS = (
@@ -513,6 +515,7 @@ class _BlasThreads:
         self.adaptive = adaptive_enabled_by_env()  # NOTE [Adaptive BLAS threads]
         self._lock = threading.Lock()
         self._libs: list[Callable[[int], Any]] = []  # the BLAS libraries' setters, kept for fast resizing
+        self._getters: list[Callable[[], Any]] = []
 
     def target(self) -> int | None:
         """The BLAS threads per kernel aiograd wants, or None to leave BLAS alone."""
@@ -540,12 +543,21 @@ class _BlasThreads:
                 chosen = self.requested is not None or bool(os.environ.get(ENV_VAR, "").strip())
                 adaptive = self.adaptive and not chosen and _machine.available
                 if adaptive:  # the libraries loaded now (a library loaded later is found at the next apply)
-                    self._libs = [_setter(lib) for lib in
-                                  threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers]
+                    libs = threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+                    self._libs = [_setter(lib) for lib in libs]
+                    self._getters = [lib.get_num_threads for lib in libs]
                 wide = max(1, available_cores() // max(1, live_threads()))
                 _adaptive.configure(adaptive and bool(self._libs), n, wide)
         else:
             _adaptive.configure(False, 1, 1)
+
+    def untouched(self) -> bool:
+        """Nobody sized BLAS since the last ``apply``: no aiograd or BLAS variable set now, every pool
+        at the narrow size (a ``threadpool_limits`` block to another size shows here)."""
+        env = os.environ
+        if env.get(ENV_VAR) or any(env.get(v) for v in BLAS_ENV_VARS):
+            return False
+        return all(get() == _adaptive.narrow for get in self._getters)
 
     def set_fast(self, n: int) -> None:
         """Resize the BLAS pools found at the last ``apply`` (microseconds: no library lookup)."""
@@ -565,7 +577,7 @@ def _setter(lib: Any) -> Callable[[int], Any]:
 
 _blas = _BlasThreads()
 _machine = MachineLoad()
-_adaptive = AdaptiveThreads(_blas.set_fast, _machine.read)
+_adaptive = AdaptiveThreads(_blas.set_fast, _machine.read, untouched=_blas.untouched)
 
 
 def _check_threads(n: Any) -> int:
@@ -580,7 +592,10 @@ def set_num_threads(n: int | None) -> None:
     """How many threads one BLAS kernel (a matmul, a conv) may use; None: aiograd's default.
 
     The default is the cores left after the event loop's thread, shared by
-    the device executors in use (NOTE [BLAS threads]): 1 on a 2-core machine.
+    the device executors in use (NOTE [BLAS threads]): 1 on a 2-core machine;
+    with it, a job on an executor thread runs with every core while other
+    processes and the loop leave them idle (NOTE [Adaptive BLAS threads]).
+    Any ``n`` turns that off: BLAS keeps ``n`` threads.
     Like ``torch.set_num_threads``, it is per process and holds for every
     numpy call. The environment variable AIOGRAD_NUM_THREADS sets it at start.
     """
