@@ -13,8 +13,10 @@ benchmark starts and stops). Handlers:
 
 - aiograd, the documented pattern (docs/server.md): forward in ``ag.offload``,
   ``await loss.backward()``, ``await opt.step_async()``; no lock;
-- the same with BLAS at every core (AIOGRAD_NUM_THREADS = cores): what the
-  default (cores - 1) is measured against;
+- the same with BLAS at every core (AIOGRAD_NUM_THREADS = cores), and with
+  the adaptive sizing off (AIOGRAD_ADAPTIVE_THREADS=0: every kernel at cores - 1,
+  the default before issue 19): what the default (executor jobs at every core
+  while the machine is idle, NOTE [Adaptive BLAS threads]) is measured against;
 - aiograd, naive: under an asyncio.Lock, forward, ``await loss.backward()``,
   ``opt.step()``, forward and step on the loop's thread;
 - torch, blocking: under the lock, forward, ``loss.backward()``, ``opt.step()``;
@@ -60,6 +62,8 @@ def handlers() -> list[tuple[str, str, str, dict[str, str]]]:
     return [
         (PATTERN, "aiograd", "pattern", {}),
         (f"aiograd pattern, BLAS {cores} threads", "aiograd", "pattern", {"AIOGRAD_NUM_THREADS": cores}),
+        (f"aiograd pattern, adaptive off (BLAS {max(1, int(cores) - 1)})", "aiograd", "pattern",
+         {"AIOGRAD_ADAPTIVE_THREADS": "0"}),
         ("aiograd naive", "aiograd", "naive", {}),
         ("torch blocking", "torch", "blocking", {}),
         (TORCH_THREAD, "torch", "to_thread", {}),
