@@ -152,6 +152,9 @@ def driven(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[float, float]
     before = executors._blas.requested
     readings: list[tuple[float, float] | None] = []
     monkeypatch.setattr(executors._adaptive, "_read", lambda: readings.pop(0) if readings else None)
+    # as with the default device alone (another test file may have started cpu:1's executor,
+    # and two executors on 2 cores leave nothing to widen to)
+    monkeypatch.setattr(executors, "live_threads", lambda: 1)
     ag.set_num_threads(None)
     yield readings
     executors._blas.requested = before
@@ -274,3 +277,23 @@ def test_the_environment_turns_it_off(env: dict[str, str], active: bool) -> None
     assert is_active == (active and executors.available_cores() > 1 and executors._machine.available)
     if "OPENBLAS_NUM_THREADS" not in env:
         assert threads == (1 if env else executors._BlasThreads.default())  # starts narrow
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX-only")
+@pytest.mark.filterwarnings("ignore:This process .*is multi-threaded, use of fork:DeprecationWarning")
+def test_a_child_forked_during_a_wide_job_starts_narrow(driven: list[tuple[float, float] | None]) -> None:
+    narrow = executors._BlasThreads.default()
+    driven.append((0.0, 0.0))
+    _due()
+    executors._adaptive.before_job()  # as a job starting on this thread
+    assert executors._adaptive.is_wide() and ag.get_num_threads() > narrow
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: never return into pytest
+            ok = not executors._adaptive.is_wide() and ag.get_num_threads() == narrow
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        executors._adaptive.after_job()
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert ag.get_num_threads() == narrow

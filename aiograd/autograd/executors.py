@@ -205,6 +205,7 @@ def _reset_after_fork() -> None:
     _thread_state.executor = False  # the forking thread may have been an executor's: here it is the main one
     _blas._lock = threading.Lock()
     _adaptive._lock = threading.Lock()
+    _adaptive.after_job()  # forked during a wide job: the child starts narrow (NOTE [Adaptive BLAS threads])
     _machine.watch(threading.get_ident())
     graph._GRAD_LOCKS = tuple(threading.Lock() for _ in graph._GRAD_LOCKS)
     monitor._active_lock = threading.Lock()
