@@ -261,7 +261,7 @@ class OffloadPolicy:
         if self.mode != "auto":
             return self.mode == "always"
         if node.__class__.__name__ in BLAS_NODES and _adaptive.is_wide():
-            return True  # inline, it would wait for the executor's wide product (NOTE [Adaptive BLAS threads])
+            return True  # on the loop it would wait for the executor's wide product (NOTE [Adaptive BLAS threads])
         predicted = self.predict(node)
         if predicted > time_slice * self.stretch:  # responsiveness: inline, it would hold the loop past a slice
             return True
