@@ -41,6 +41,7 @@ __all__ = [
     "run_without_loop",
     "ThreadInbox",
     "awaitable_anywhere",
+    "loop_may_want_turn",
 ]
 
 checkpoint = anyio.lowlevel.checkpoint
@@ -174,3 +175,44 @@ def awaitable_anywhere(aw: Awaitable[Any]) -> Awaitable[Any]:
     if running_loop_kind() is not None:
         return aw
     return _Ready(asyncio.run(_await(aw)))
+
+
+# NOTE [Nobody waiting]: the engine hands a kernel longer than its time slice to a device
+# thread so that the loop's other coroutines get their turns meanwhile (NOTE [Offload
+# policy] (a) in autograd/executors.py). When the loop has nothing else to run, that
+# hand-off buys nothing and costs 0.35-0.5 ms of CPU. An asyncio event loop can say so
+# cheaply: no callback ready to run, no timer due before the kernel would end, and no
+# file descriptor watched except its own wake-up pipe (a watched socket or pipe, of a
+# server, a client, a Jupyter kernel, a subprocess, may deliver work at any moment, so it
+# counts as someone waiting). Calls another thread posts with ``call_soon_threadsafe``
+# (a DataLoader worker's batch, a finished offload) only wait for the kernel. Loops this
+# module cannot inspect (uvloop, trio, a proactor loop) always count as busy: nothing
+# changes for them.
+
+
+def loop_may_want_turn(within: float) -> bool:
+    """Whether anything else on this thread's running event loop may want to run in the
+    next ``within`` seconds (NOTE [Nobody waiting]); True whenever that cannot be told.
+
+    False without a running loop (nothing else runs on this thread then)."""
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return running_loop_kind() is not None  # trio: cannot be told
+    ready = getattr(loop, "_ready", None)
+    scheduled = getattr(loop, "_scheduled", None)
+    selector = getattr(loop, "_selector", None)
+    self_pipe = getattr(loop, "_ssock", None)
+    get_map = getattr(selector, "get_map", None)
+    if ready is None or scheduled is None or get_map is None or self_pipe is None:
+        return True  # not asyncio's selector loop (uvloop, proactor): cannot be told
+    if ready:
+        return True
+    if scheduled:
+        due = loop.time() + within
+        if scheduled[0].when() <= due and any(not t.cancelled() and t.when() <= due for t in scheduled):
+            return True
+    try:
+        watched = get_map()
+        return len(watched) > 1 or (len(watched) == 1 and self_pipe.fileno() not in watched)
+    except Exception:  # a closed selector or a changed private API: assume someone waits
+        return True

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 
 import aiograd as ag
+from aiograd import _aio
 from aiograd.autograd import executors
 from aiograd.autograd.engine import Engine
 from aiograd.autograd.executors import live_threads, policy, runtime
@@ -125,19 +128,35 @@ async def test_never_runs_kernels_inline(offload_mode: Any, thread_log: list[str
     assert set(thread_log) == {threading.current_thread().name}
 
 
+async def _tick_until(stop: anyio.Event) -> None:
+    """Another coroutine of the loop: a 1 ms ticker, as a server or a monitor would run."""
+    while not stop.is_set():
+        await anyio.sleep(0.001)
+
+
 async def test_auto_offloads_large_kernels_and_keeps_tiny_ones_inline(offload_mode: Any, thread_log: list[str]) -> None:
     offload_mode("auto")
     big = ag.randn(300, 300, dtype=ag.float64, requires_grad=True)
     tiny = ag.randn(3, dtype=ag.float64, requires_grad=True)
     loss = (big @ big).sum() + tiny.sin().sum()
-    await loss.backward()
+    policy.rates[MmBackward0] = 1e-9  # 300^3 * 2 flops: 54 ms predicted, far past a slice
+    stop = anyio.Event()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_tick_until, stop)  # someone waits for the loop (NOTE [Nobody waiting])
+            await loss.backward()
+            stop.set()
+    finally:
+        policy.rates.pop(MmBackward0, None)
     loop_thread = threading.current_thread().name
     # MmBackward0 (300^3 multiply-adds) leaves the loop; the 3-element SinBackward0 does not.
     assert thread_log.count(loop_thread) == 1
     assert any(name.startswith("aiograd-cpu") for name in thread_log)
 
 
-def test_policy_learns_rates_from_measurements() -> None:
+def test_policy_learns_rates_from_measurements(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_aio, "loop_may_want_turn", lambda within: True)  # as if a loop ran other coroutines
+
     class FakeNode:
         work = 10_000_000
 
@@ -182,7 +201,9 @@ def test_policy_learns_from_cpu_time_not_from_preemption(offload_mode: Any, monk
         policy.rates.pop(SinBackward0, None)
 
 
-def test_policy_offloads_only_for_responsiveness_or_parallelism() -> None:
+def test_policy_offloads_only_for_responsiveness_or_parallelism(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_aio, "loop_may_want_turn", lambda within: True)  # as if a loop ran other coroutines
+
     class FakeNode:
         work = 1_000_000
 
@@ -202,6 +223,7 @@ def test_policy_stretch_runs_kernels_a_little_past_a_slice_inline(monkeypatch: p
         work = 1_000_000
 
     monkeypatch.setattr(policy, "stretch", 1.5)
+    monkeypatch.setattr(_aio, "loop_may_want_turn", lambda within: True)  # as if a loop ran other coroutines
     policy.rates[FakeNode] = 1.2e-9  # predicted 1.2 ms: past a 1 ms slice, within 1.5 of them
     try:
         assert not policy.should_offload(FakeNode(), 1e-3, False)  # type: ignore[arg-type]
@@ -226,6 +248,70 @@ async def test_auto_runs_a_sequential_graph_of_mid_sized_kernels_inline(offload_
     finally:
         policy.rates.pop(MmBackward0, None)
     assert thread_log and set(thread_log) == {threading.current_thread().name}
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_a_loop_with_nothing_else_to_run_keeps_long_kernels_inline(offload_mode: Any,
+                                                                         thread_log: list[str]) -> None:
+    # NOTE [Nobody waiting]: no other coroutine, timer or watched socket wants the loop, so a
+    # kernel past a slice runs on the loop thread; a 1 ms ticker beside it sends it away.
+    offload_mode("auto")
+    policy.rates[MmBackward0] = 1e-6  # every product predicted far past a slice
+    try:
+        w = ag.randn(64, 64, dtype=ag.float64, requires_grad=True)
+        loss = (ag.randn(64, 64, dtype=ag.float64) @ w).sum()
+        await loss.backward()
+        assert thread_log == [threading.current_thread().name]
+        thread_log.clear()
+        stop = anyio.Event()
+        ticker = asyncio.ensure_future(_tick_until(stop))
+        try:
+            await (ag.randn(64, 64, dtype=ag.float64) @ w).sum().backward()
+        finally:
+            stop.set()
+            await ticker
+        assert len(thread_log) == 1 and thread_log[0].startswith("aiograd-cpu")
+    finally:
+        policy.rates.pop(MmBackward0, None)
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_loop_may_want_turn_sees_callbacks_timers_and_sockets() -> None:
+    assert not _aio.loop_may_want_turn(0.01)  # this test's coroutine alone
+    loop = asyncio.get_running_loop()
+    handle = loop.call_soon(lambda: None)
+    assert _aio.loop_may_want_turn(0.01)
+    handle.cancel()
+    await asyncio.sleep(0)  # the cancelled handle leaves the ready queue
+    far = loop.call_later(60, lambda: None)
+    assert not _aio.loop_may_want_turn(0.01)  # due long after the kernel would end
+    assert _aio.loop_may_want_turn(120)
+    far.cancel()
+    near = loop.call_later(0.005, lambda: None)
+    assert _aio.loop_may_want_turn(0.01)
+    near.cancel()
+    assert not _aio.loop_may_want_turn(0.01)  # a cancelled timer wants nothing
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    try:
+        assert _aio.loop_may_want_turn(0.01)  # a listening socket may bring a request at any moment
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert not _aio.loop_may_want_turn(0.01)
+
+
+@pytest.mark.asyncio(loop_factories=["uvloop"])
+async def test_loop_may_want_turn_assumes_uvloop_is_busy() -> None:
+    assert _aio.loop_may_want_turn(0.01)  # its queues are not Python objects: it cannot be told
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_loop_may_want_turn_assumes_trio_is_busy() -> None:
+    assert _aio.loop_may_want_turn(0.01)
+
+
+def test_loop_may_want_turn_without_a_loop_is_false() -> None:
+    assert not _aio.loop_may_want_turn(1.0)
 
 
 def test_a_pass_without_an_event_loop_hands_off_nothing_for_responsiveness(offload_mode: Any,

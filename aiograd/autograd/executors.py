@@ -263,8 +263,9 @@ class OffloadPolicy:
         if node.__class__.__name__ in BLAS_NODES and _adaptive.is_wide():
             return True  # on the loop it would wait for the executor's wide product (NOTE [Adaptive BLAS threads])
         predicted = self.predict(node)
-        if predicted > time_slice * self.stretch:  # responsiveness: inline, it would hold the loop past a slice
-            return True
+        if predicted > time_slice * self.stretch:  # responsiveness: inline, it would hold the loop past a slice...
+            if _aio.loop_may_want_turn(predicted):  # ...which matters only if something else may want it
+                return True
         return loop_has_work and predicted > self.threshold_s  # parallelism: worth a hand-off
 
     def observe(self, node: "Node", seconds: float) -> None:
@@ -300,6 +301,9 @@ class OffloadPolicy:
 #     slices runs inline, after a yield, so the loop may wait that long once, and a
 #     kernel of 1-1.5 slices pays no hand-off (0.2-0.5 ms of CPU, below). Left at 1.0
 #     until measured on a quiet machine (issue 19: the load of 8-13 made it unmeasurable).
+#     Only where something else may want the loop meanwhile (NOTE [Nobody waiting] in
+#     _aio.py): a training script's loop with nothing else to run, no timer due and no
+#     socket watched keeps such a kernel inline, and pays no hand-off at all.
 # (b) Parallelism: other nodes of the pass are ready on the loop (the engine's ready
 #     queue is not empty) and the kernel is long enough (``threshold_s``) for the
 #     overlap to outweigh the hand-off. Device work already in flight does not count:
