@@ -65,6 +65,7 @@ from .executors import policy as offload_policy
 from .graph import sole_owner as _sole_owner
 from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, edges_of, is_expandable_to, sum_to
 from .graph import accumulate_into_retained_grad
+from .ready_queue import COUNT_BITS, priority_key
 from .monitor import PassMonitor, pass_monitor
 
 __all__ = [
@@ -85,7 +86,6 @@ _current_graph_task: contextvars.ContextVar["GraphTask | None"] = contextvars.Co
 _time_slice = 0.001
 _CHECK_EVERY = 64  # nodes between two reads of the clock
 _REENTRANT_TASK_EVERY = 32
-_KEY_SHIFT = 32  # a ready-queue key: -sequence_nr in the high bits, the push count in these (NOTE [Hot loop] (c))
 
 
 def set_time_slice(seconds: float) -> None:
@@ -208,7 +208,7 @@ class GraphTask:
     def enqueue(self, node: Node, grads: list[Any]) -> None:
         """Queue ``node``, ready with ``grads``, behind the nodes of higher ``sequence_nr``."""
         self.queued += 1
-        key = (-node.sequence_nr << _KEY_SHIFT) | self.queued
+        key = priority_key(node.sequence_nr, 0, self.queued)  # depth 0: one GraphTask's heap
         heapq.heappush(self.heap, key)
         self.queued_nodes[key] = node
         self.queued_grads[key] = grads[0] if len(grads) == 1 else grads
@@ -778,7 +778,7 @@ class Engine:
                         raise failure
                     offload_policy.observe(node, secs)
                 else:
-                    if nxt is not None and not (heap and heap[0] < -nxt.sequence_nr << _KEY_SHIFT):  # (b)
+                    if nxt is not None and not (heap and heap[0] < -nxt.sequence_nr << COUNT_BITS):  # (b): priority_key(seq) inlined
                         node = nxt
                         grads = nxt_grads
                         nxt = None
