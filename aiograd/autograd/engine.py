@@ -62,9 +62,9 @@ from . import executors
 from . import grad_mode as _gm
 from .executors import kernel_clock
 from .executors import policy as offload_policy
+from .accumulate import accumulate_into_grad, accumulate_into_retained_grad
+from .graph import AccumulateGrad, Edge, GraphRoot, Node, is_expandable_to, sum_to
 from .graph import sole_owner as _sole_owner
-from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, edges_of, is_expandable_to, sum_to
-from .graph import accumulate_into_retained_grad
 from .ready_queue import COUNT_BITS, priority_key
 from .monitor import PassMonitor, pass_monitor
 
@@ -350,8 +350,7 @@ def validate_outputs(edges: Sequence[Edge | None], grads: Sequence[Any], node_na
     for i, (e, g) in enumerate(zip(edges, grads)):
         if e is None or g is None:
             continue
-        meta = e[0].input_metadata[e[1]]
-        out[i] = validate_grad(node_name, i, g, meta)
+        out[i] = validate_grad(node_name, i, g, e[0].input_metadata[e[1]])
     return out
 
 
@@ -361,9 +360,9 @@ def validate_outputs(edges: Sequence[Edge | None], grads: Sequence[Any], node_na
 def compute_dependencies(root: Node, table: dict[Node, Any], min_topo_nr: int = 0) -> None:
     """Count, for every node reachable from ``root``, the edges that point to it (iterative).
 
-    A node holding its one edge inline (NOTE [Inline edge] in graph.py) is followed at
-    once, without the stack: most of a graph is chains of such nodes, and this walk is
-    part of every backward call.
+    The walk reads the edge slots (NOTE [Edges] in graph.py). The node that input 0
+    leads to is followed at once, without the stack: most of a graph is chains, and
+    this walk is part of every backward call.
     """
     stack = [root]
     pop = stack.pop
@@ -372,28 +371,40 @@ def compute_dependencies(root: Node, table: dict[Node, Any], min_topo_nr: int = 
     while stack:
         fn = pop()
         while True:
-            nxt = fn._to
-            if nxt is not None:
-                c = get(nxt)
-                if c is None:
-                    table[nxt] = 1
-                    if nxt.topological_nr >= min_topo_nr:
-                        fn = nxt
-                        continue
-                else:
-                    table[nxt] = c + 1
+            n = fn.n_edges
+            if n > 1:
+                nxt = fn.next1
+                if nxt is not None:
+                    c = get(nxt)
+                    if c is None:
+                        table[nxt] = 1
+                        if nxt.topological_nr >= min_topo_nr:
+                            push(nxt)
+                    else:
+                        table[nxt] = c + 1
+                if n > 2:
+                    for e in fn.more_edges:
+                        if e is None:
+                            continue
+                        nxt = e[0]
+                        c = get(nxt)
+                        if c is None:
+                            table[nxt] = 1
+                            if nxt.topological_nr >= min_topo_nr:
+                                push(nxt)
+                        else:
+                            table[nxt] = c + 1
+            nxt = fn.next0
+            if nxt is None:
                 break
-            for e in fn._edges:  # type: ignore[union-attr]
-                if e is None:
+            c = get(nxt)
+            if c is None:
+                table[nxt] = 1
+                if nxt.topological_nr >= min_topo_nr:
+                    fn = nxt
                     continue
-                nxt = e[0]
-                c = get(nxt)
-                if c is None:
-                    table[nxt] = 1
-                    if nxt.topological_nr >= min_topo_nr:
-                        push(nxt)
-                else:
-                    table[nxt] = c + 1
+            else:
+                table[nxt] = c + 1
             break
 
 
@@ -430,7 +441,7 @@ def init_to_execute(
 
     mark_needed(root)
     seen = {root}
-    stack: list[tuple[Node, Any]] = [(root, iter(edges_of(root)))]
+    stack: list[tuple[Node, Any]] = [(root, iter(root.next_edges))]
     while stack:
         fn, it = stack[-1]
         child = None
@@ -448,7 +459,7 @@ def init_to_execute(
             child = c
             break
         if child is not None:
-            stack.append((child, iter(edges_of(child))))
+            stack.append((child, iter(child.next_edges)))
         else:
             stack.pop()
             if stack and should_execute(fn):
@@ -476,7 +487,8 @@ def _unwrap_from_hook(new: Any, old: Any) -> Any:
 def call_tensor_pre_hooks(gt: GraphTask, node: Node, grads: list[Any]) -> list[Any]:
     """Tensor hooks (``t.register_hook``) then retains-grad hooks, as torch orders them."""
     grads = list(grads)
-    hooks = node._tensor_pre_hooks
+    nh = node._hooks
+    hooks = nh.tensor_pre if nh is not None else None
     if hooks:
         for nr, fn in list(hooks.values()):
             g = grads[nr]
@@ -496,7 +508,7 @@ def call_tensor_pre_hooks(gt: GraphTask, node: Node, grads: list[Any]) -> list[A
                 if new is not None:
                     _check_hook_result(node, 0, new, meta)
                     grads[0] = _unwrap_from_hook(new, grads[0])
-    rg = node._retains_grad_hooks
+    rg = nh.retains_grad if nh is not None else None
     if rg:
         for nr, ref in list(rg.items()):
             t = ref()
@@ -516,7 +528,7 @@ def _check_hook_result(node: Node, nr: int, new: Any, meta: Any) -> None:
 
 
 def call_pre_hooks(node: Node, grads: list[Any]) -> list[Any]:
-    hooks = node._pre_hooks
+    hooks = node._hooks.pre if node._hooks is not None else None
     if hooks:
         for fn in list(hooks.values()):
             wrapped = tuple(_wrap_for_hook(g, m[2]) for g, m in zip(grads, node.input_metadata))
@@ -531,7 +543,7 @@ def call_pre_hooks(node: Node, grads: list[Any]) -> list[Any]:
 
 
 def call_post_hooks(node: Node, outputs: list[Any], inputs: list[Any]) -> list[Any]:
-    hooks = node._post_hooks
+    hooks = node._hooks.post if node._hooks is not None else None
     if hooks:
         devs = [e[0].input_metadata[e[1]][2] if e is not None else CPU for e in node.next_edges]
         for fn in list(hooks.values()):
@@ -585,7 +597,7 @@ class Engine:
         if len(roots) == 1 and roots[0] is not None:
             # One root: start at its node directly (no GraphRoot), as torch does.
             first: Node = roots[0][0]
-            first_grads: list[Any] = [None] * len(first.input_metadata)
+            first_grads: list[Any] = [None] * first.n_inputs
             first_grads[roots[0][1]] = root_grads[0]
         else:
             first = GraphRoot(list(roots), list(root_grads))
@@ -762,7 +774,6 @@ class Engine:
         nxt: Node | None = node  # the node made ready last (b)
         nxt_grads: Any = grads
         outputs: Any = None
-        edges: Any = None  # the node's edge list, unless it holds its one edge inline (i)
         try:
             while True:
                 # ---- pick ------------------------------------------------------------------
@@ -799,9 +810,10 @@ class Engine:
                             continue  # not on a path to the requested inputs
                     if monitor is not None:
                         started = perf_counter()
-                    if node._hooked:
+                    hooks = node._hooks
+                    if hooks is not None:
                         grads = call_tensor_pre_hooks(gt, node, grads)
-                        if node._pre_hooks:
+                        if hooks.pre:
                             grads = call_pre_hooks(node, grads)
                     if node.__class__ is AG:
                         gt.stage(node.variable, grads[0])  # NOTE [Staged gradients]
@@ -831,12 +843,7 @@ class Engine:
                     if monitor is not None:
                         monitor.ran(node, started)
                 # ---- propagate -------------------------------------------------------------
-                to = node._to  # its one edge, when the node holds it inline (i)
-                if to is None:
-                    edges = node._edges
-                    n = len(edges)
-                else:
-                    n = 1
+                n = node.n_edges
                 if release:
                     node.release_variables()  # (m): frees what only the node held
                 if len(outputs) != n:
@@ -844,43 +851,49 @@ class Engine:
                         f"Function {node.name()} returned an invalid number of gradients - expected "
                         f"{n}, but got {len(outputs)}"
                     )
-                if node._hooked and node._post_hooks:
+                if node._hooks is not None and node._hooks.post:
                     outputs = call_post_hooks(node, validate_outputs(node.next_edges, outputs, node.name()), grads)
                 if check_nan:
                     _check_nan(node, outputs)
                 i = 0
-                while i < n:  # (i)
-                    g = outputs[i]
-                    if to is None:
-                        e = edges[i]
-                        i += 1
-                        if e is None:
-                            continue
-                        nn = e[0]
-                        nr = e[1]
-                        shape = e[2]
-                        dtype = e[3]
+                while i < n:  # (i): the edge slots by name (NOTE [Edges] in graph.py)
+                    if i == 0:
+                        nn = node.next0
+                        nr = node.next0_nr
+                    elif i == 1:
+                        nn = node.next1
+                        nr = node.next1_nr
                     else:
-                        i = 1
-                        nn = to
-                        nr = node._to_nr
-                        shape = node._to_shape
-                        dtype = node._to_dtype
-                    if g is not None and (g.dtype is not dtype or g.shape != shape):  # (h)
-                        g = validate_grad(node.name(), _index_of(outputs, g), g, nn.input_metadata[nr])
+                        e = node.more_edges[i - 2]
+                        if e is None:
+                            i += 1
+                            continue
+                        nn, nr = e
+                    g = outputs[i]
+                    i += 1
+                    if nn is None:
+                        continue
+                    if g is not None:  # (h): against what the receiving node expects (NOTE [Gradient metadata])
+                        if nr == 0:
+                            if g.dtype is not nn.grad_dtype or g.shape != nn.grad_shape:
+                                g = validate_grad(node.name(), i - 1, g, nn.input_metadata[0])
+                        else:
+                            meta = nn.more_metadata[nr - 1]
+                            if g.dtype is not meta[1] or g.shape != meta[0]:
+                                g = validate_grad(node.name(), i - 1, g, meta)
                     if exec_info is not None:
                         info = exec_info.get(nn)
                         if info is None or not (info[0] or info[1] is not None):
                             continue
                     entry = table.get(nn)  # (d)
                     if entry == 1:  # the only edge into nn: ready now, no buffer (a)
-                        if nn.n_inputs == 1:
+                        if not nn.more_metadata:
                             ready = [g]
                         else:
-                            ready = [None] * nn.n_inputs
+                            ready = [None] * (1 + len(nn.more_metadata))
                             ready[nr] = g
                     elif entry.__class__ is int:  # the first of several edges: buffer it (a)
-                        buf = InputBuffer(nn.n_inputs, entry - 1)
+                        buf = InputBuffer(1 + len(nn.more_metadata), entry - 1)
                         buf.grads[nr] = g
                         table[nn] = buf
                         gt.pending_buffers += 1
@@ -919,13 +932,6 @@ class Engine:
         return grads if needed else None
 
 
-
-
-def _index_of(outputs: Sequence[Any], g: Any) -> int:
-    for i, o in enumerate(outputs):
-        if o is g:
-            return i
-    return -1
 
 
 def _check_nan(node: Node, outputs: Sequence[Any]) -> None:

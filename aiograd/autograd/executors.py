@@ -191,7 +191,7 @@ def _reset_after_fork() -> None:
     stay held forever: every lock aiograd shares between threads is made anew.
     """
     global _RUNTIMES_LOCK
-    from . import graph, monitor
+    from . import accumulate, monitor
 
     _RUNTIMES_LOCK = threading.Lock()
     for rt in _RUNTIMES.values():
@@ -200,7 +200,7 @@ def _reset_after_fork() -> None:
         rt._lock = threading.Lock()
     _thread_state.executor = False  # the forking thread may have been an executor's: here it is the main one
     _blas._lock = threading.Lock()
-    graph._GRAD_LOCKS = tuple(threading.Lock() for _ in graph._GRAD_LOCKS)
+    accumulate._GRAD_LOCKS = tuple(threading.Lock() for _ in accumulate._GRAD_LOCKS)
     monitor._active_lock = threading.Lock()
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, SavedArray, Shape, record, save, sum_to, unpack
+from ..autograd.graph import Node, Saved, SavedArray, SavedTensor, Shape, record, save, sum_to, unpack
 from ..tensor import Tensor, _generator
 from ._common import broadcast_shapes, needs_grad, wrap
 from ._nn_common import torch_dtype_name
@@ -88,7 +88,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
         k = _repeat_tensor(unpack(self, self.k, graph), self.rep)
         v = _repeat_tensor(unpack(self, self.v, graph), self.rep)
         mask = self.mask
-        if mask is not None and mask.__class__ is tuple:
+        if isinstance(mask, SavedTensor):
             mask = unpack(self, mask, graph)
         if graph:  # recompute p differentiably
             s = (q @ _t(k)) * self.scale

@@ -22,6 +22,7 @@ from ..autograd.graph import (
     Saved,
     SavedArray,
     SavedOperand,
+    SavedTensor,
     Shape,
     link_one,
     record,
@@ -50,7 +51,7 @@ ELEMENTWISE = PointwiseTable("elementwise")
 
 def _saved_value(node: Node, s: Any, graph: bool) -> Any:
     """A saved operand: a saved tensor (unpacked with checks) or a Python scalar kept as is."""
-    if s.__class__ is tuple:
+    if isinstance(s, SavedTensor):
         return unpack(node, s, graph)
     if s is None:
         return unpack(node, None, graph)  # raises the "backward through the graph a second time" error
