@@ -76,7 +76,6 @@ __all__ = [
     "unpack",
     "MAX_SEQUENCE_NR",
     "edge_to",
-    "edges_of",
     "link",
     "link_one",
     "link_pair",
@@ -311,12 +310,12 @@ class Node:
         raise IndexError(f"{self.name()} has {self.n_edges} inputs, no input {i}")
 
     def should_compute_output(self, i: int) -> bool:
-        """Whether input ``i`` of the forward op needs a gradient (torch's name for it)."""
+        """Whether input ``i`` of the forward op needs a gradient (torch's name for it; False past the last input)."""
         if i == 0:
             return self.next0 is not None
         if i == 1:
             return self.next1 is not None
-        return self.more_edges[i - 2] is not None
+        return 2 <= i < self.n_edges and self.more_edges[i - 2] is not None
 
     def set_next_edge(self, i: int, e: "Edge | tuple[Node, int] | None") -> None:
         """Point input ``i`` at ``e`` (checkpoint's cuts)."""
@@ -351,10 +350,6 @@ class Node:
             self.more_edges = _NO_EDGES
         for i in range(min(n, 2)):
             self.set_next_edge(i, edges[i])
-
-    def first_edge(self) -> "Edge | None":
-        """The first edge that is not None, if any."""
-        return next((e for e in edges_of(self) if e is not None), None)
 
     @property
     def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
@@ -558,11 +553,6 @@ class GraphRoot(Node):
 # shows them). The anomaly trace is read only once some anomaly mode was ever entered.
 # (No ``__getattr__`` on Node for defaults: it makes every attribute read of every
 # node, the engine's included, about three times slower.)
-
-
-def edges_of(node: Node) -> "list[Edge | None]":
-    """``node.next_edges`` (kept for callers of the old name)."""
-    return node.next_edges
 
 
 def edge_to(x: "Tensor") -> Edge:
