@@ -691,32 +691,25 @@ class Engine:
     # NOTE [Hot loop]: ``_loop`` runs every node of a pass, so its cost per node is most
     # of a backward over small ops. It reads pick -> evaluate -> propagate; a node that
     # propagates nothing yet (skipped by ExecInfo, a staged AccumulateGrad, one sent to a
-    # device thread) ends its turn with ``continue``. What measurements on a 2-core
-    # machine showed (a throwaway prototype with torch's semantics ran tiny-op graphs at
-    # 0.67-0.92 us/node where a line-by-line port of engine.cpp ran at 2.1-3.7; counts
-    # are callgrind's instructions per node of the 20,000-node sin chain of
-    # benchmarks/chain.py, whose whole backward costs ~15,300 against HIPS autograd's
-    # ~22,000):
+    # device thread) ends its turn with ``continue``. The rules, each with its reason
+    # (the measurements behind them are in benchmarks/README.md, "The engine's hot loop",
+    # and re-run with ``python -m benchmarks chain``/``forward``):
     #
-    # (a) Garbage collection: nothing gc-tracked may outlive a node's turn. A container
-    #     per node (a record in compute_dependencies, a heap entry, a gradient list
-    #     waiting in the queue) brings young collections into the pass and, in a process
-    #     with a larger heap, a full one: +0.8 us/node on 20,000-node graphs, 0.4 s once
-    #     in the backward of a 100,000-node wide graph. Dependency counts are plain ints
-    #     (NOTE [Dependency counting]); an InputBuffer is made only when the first of
-    #     several gradients of a node arrives, so buffers die young. The collector's
-    #     settings are left alone (no gc.disable, gc.freeze or raised thresholds around
-    #     a pass): they belong to the process, and a pass yields to other coroutines
-    #     every slice, which would run with them changed. The backward of a wide graph
-    #     of 100,000 nodes runs no collection at all (tests/test_engine.py).
+    # (a) Nothing gc-tracked may outlive a node's turn: every container that survives is
+    #     walked by the young collections and, in a larger heap, by a full one. So
+    #     dependency counts are plain ints (NOTE [Dependency counting]), an InputBuffer
+    #     is made only when the first of several gradients of a node arrives (it dies
+    #     young), and queueing makes nothing tracked (c). The collector's settings are
+    #     left alone (no gc.disable, gc.freeze or raised thresholds around a pass): they
+    #     belong to the process, and a pass yields to other coroutines every slice, which
+    #     would run with them changed. tests/test_engine.py checks that the backward of
+    #     a wide graph of 100,000 nodes runs no collection at all.
     # (b) The "next" slot: most pops follow a push, so the node made ready last runs next
     #     unless the heap's top outranks it, and never touches the heap.
-    # (c) The ready queue is a heap of int keys, -sequence_nr in the high bits and a push
-    #     count in the low ones: an int compares faster than a tuple and never compares
-    #     nodes (a heap of objects with ``__lt__`` cost +1.3 us/node on wide graphs). The
-    #     node and its gradients wait in two dicts under the key, a lone gradient as
-    #     itself (its list is made when it is dequeued): queueing makes nothing
-    #     gc-tracked (a).
+    # (c) The ready queue is a heap of int keys (``priority_key``, NOTE [Ready queue
+    #     order] in ready_queue.py): an int compares faster than a tuple and never
+    #     compares nodes. The node and its gradients wait in two dicts under the key, a
+    #     lone gradient as itself (its list is made when it is dequeued).
     # (d) One map, not two: ``GraphTask.table`` maps a node to its count or its buffer
     #     (torch keeps ``dependencies`` and ``not_ready`` apart).
     # (e) The time slice is checked every ``_CHECK_EVERY`` nodes by a countdown, not by
@@ -730,25 +723,24 @@ class Engine:
     #     slice's deadline, so inline kernels never stretch a slice. A pass without an
     #     event loop (``backward_sync``) asks the policy with an infinite slice: no loop
     #     waits for a turn, so only parallelism may send a kernel away.
-    # (h) Validation fast path: the gradient's dtype and shape are compared with those
-    #     its edge carries, and only a mismatch takes the full ``validate_grad``
-    #     (broadcast reduction, casts, errors; on every output it cost +0.4 us/node).
-    #     The comparison alone is ~950 instructions (numpy 2.4), 6% of a tiny node.
-    # (i) The edges are walked by index: ``zip()`` makes five objects per node (~1,600
-    #     instructions). A node of one input holds its edge in slots (NOTE [Inline edge]
-    #     in graph.py): no subscripts, and compute_dependencies follows chains without
-    #     its stack (~1,000 instructions less per node together).
+    # (h) Validation fast path: each gradient's dtype and shape are compared with what
+    #     the node it flows into expects (its ``grad_dtype``/``grad_shape``, NOTE
+    #     [Gradient metadata] in graph.py), and only a mismatch takes the full
+    #     ``validate_grad`` (broadcast reduction, casts, errors), which is too slow to
+    #     run on every output.
+    # (i) The edges are read from the node's named slots (NOTE [Edges] in graph.py) by
+    #     index, with no ``zip()`` and no Edge tuple: a node of one or two inputs
+    #     propagates without making any object, and compute_dependencies follows the
+    #     ``next0`` chain without its stack.
     # (j) Per-pass settings (ExecInfo, anomaly's NaN check, the pass monitor,
     #     retain_graph) are read into locals once: off, each costs one test of a local.
+    #     Hooks are one slot (``node._hooks``, a NodeHooks or None): one test per node.
     # (k) Gradients handed on are dropped from the frame, so the next rule sees them
     #     held by its input list alone (``sole_owner``, NOTE [Aliasing]).
     # (l) Ties: AccumulateGrad nodes share the top priority, so their relative order is
     #     unspecified (as in torch); nothing may depend on it.
-    # (m) Where a sin node's ~15,300 instructions go: ~5,700 in numpy's two ufunc calls
-    #     (cos, multiply: dispatch, two arrays made), ~1,300 in ``release_variables``,
-    #     which frees the saved input's Tensor and array (the memory torch frees there;
-    #     HIPS autograd frees its values after its timed pass), ~950 in (h), and the
-    #     rest in this loop and the rule's Python (~230 bytecodes).
+    # (m) ``release_variables`` runs right after ``apply``: it frees what only the node
+    #     held (a saved input's Tensor and array), the memory torch frees there.
 
     async def _loop(self, gt: GraphTask, node: Node, grads: list[Any]) -> None:
         """The hot loop (NOTE [Hot loop]): pick a ready node, evaluate it, propagate its gradients.
