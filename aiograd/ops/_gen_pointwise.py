@@ -43,6 +43,18 @@ def _env_decls(env: tuple[str, ...], row_module: str) -> str:
     return "".join(f"    {name}: ClassVar[Any]  # bound by the row in {row_module} (env=)\n" for name in env)
 
 
+def _base_init() -> str:
+    """Node.__init__'s stores, copied into each generated ``__init__`` (one call less per recorded op)."""
+    import inspect
+
+    from ..autograd.graph import Node
+
+    lines = inspect.getsource(Node.__init__).splitlines()[1:]
+    return "".join(line + "\n" for line in lines if line.strip())
+
+
+_BASE_INIT = "        # Node.__init__, inlined (the generator copies it)\n" + _base_init()
+
 _HEAD = '''\
 """The Node classes of the pointwise rows (ops/elementwise.py, ops/special.py).
 
@@ -59,7 +71,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, sole_owner, sum_to
+from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
+from ..device import CPU
 from ..autograd.saved import SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
@@ -113,8 +126,8 @@ def _unary(spec: dict) -> str:
         fields = '    __slots__ = ("saved", "version")\n    saved: SavedInput\n    version: int\n'
         init = (
             "    def __init__(self, saved: SavedInput, version: int) -> None:\n"
-            "        Node.__init__(self)\n"
-            "        self.saved = saved\n"
+            + _BASE_INIT
+            + "        self.saved = saved\n"
             "        self.version = version\n"
         )
         fast = ("        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):\n"
@@ -125,8 +138,8 @@ def _unary(spec: dict) -> str:
                   "    counter: VersionCounter  # the output's version counter\n    version: int\n")
         init = (
             "    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:\n"
-            "        Node.__init__(self)\n"
-            "        self.saved = saved\n"
+            + _BASE_INIT
+            + "        self.saved = saved\n"
             "        self.counter = counter\n"
             "        self.version = version\n"
         )
@@ -183,8 +196,8 @@ def _binary(spec: dict) -> str:
         f"    __slots__ = ({', '.join(repr(s) for s in slots)})\n"
         + "".join(f"    {s}: {ann[s]}\n" for s in slots)
         + _env_decls(env, spec["module"]) + "\n"
-        f"    def __init__(self, {params}) -> None:\n"
-        "        Node.__init__(self)\n"
+        + f"    def __init__(self, {params}) -> None:\n"
+        + _BASE_INIT
         + "".join(f"        self.{s} = {s}\n" for s in slots) + "\n"
         "    def release_variables(self) -> None:\n"
         + "".join(f"        self.{s} = None\n" for s in released) + "\n"

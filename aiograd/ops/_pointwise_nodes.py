@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, sole_owner, sum_to
+from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
+from ..device import CPU
 from ..autograd.saved import SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
@@ -93,7 +94,22 @@ class AbsBackward0(Node):
     sign_any: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -120,7 +136,22 @@ class AcosBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -145,7 +176,22 @@ class AcoshBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -174,7 +220,22 @@ class AddBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -209,7 +270,22 @@ class AsinBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -234,7 +310,22 @@ class AsinhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -264,7 +355,22 @@ class Atan2Backward0(Node):
     recip: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -335,7 +441,22 @@ class AtanBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -360,7 +481,22 @@ class AtanhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -406,7 +542,22 @@ class CopysignBackward0(Node):
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -466,7 +617,22 @@ class CopysignBackward1(Node):
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -517,7 +683,22 @@ class CosBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -544,7 +725,22 @@ class CoshBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -583,7 +779,22 @@ class DigammaBackward0(Node):
     polygamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -614,7 +825,22 @@ class DivBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -676,7 +902,22 @@ class ErfBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -703,7 +944,22 @@ class ErfcBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -731,7 +987,22 @@ class ErfinvBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -760,7 +1031,22 @@ class Exp2Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -789,7 +1075,22 @@ class ExpBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -818,7 +1119,22 @@ class Expm1Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -865,7 +1181,22 @@ class HypotBackward0(Node):
     out_version: int
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -929,7 +1260,22 @@ class LgammaBackward0(Node):
     digamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -956,7 +1302,22 @@ class Log10Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -981,7 +1342,22 @@ class Log1PBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -1006,7 +1382,22 @@ class Log2Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -1031,7 +1422,22 @@ class LogBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -1061,7 +1467,22 @@ class Logaddexp2Backward0(Node):
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1137,7 +1558,22 @@ class LogaddexpBackward0(Node):
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1215,7 +1651,22 @@ class MaximumBackward0(Node):
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1293,7 +1744,22 @@ class MinimumBackward0(Node):
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1368,7 +1834,22 @@ class MulBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1444,7 +1925,22 @@ class ReciprocalBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -1473,7 +1969,22 @@ class ReluBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -1514,7 +2025,22 @@ class RsqrtBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -1543,7 +2069,22 @@ class SigmoidBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -1583,7 +2124,22 @@ class SinBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -1611,7 +2167,22 @@ class SincBackward0(Node):
     sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -1638,7 +2209,22 @@ class SinhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.version = version
 
@@ -1666,7 +2252,22 @@ class SqrtBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -1696,7 +2297,22 @@ class SubBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1732,7 +2348,22 @@ class TanBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -1761,7 +2392,22 @@ class TanhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
@@ -1807,7 +2453,22 @@ class XlogyBackward0(Node):
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1884,7 +2545,22 @@ class XlogyBackward1(Node):
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
@@ -1943,7 +2619,22 @@ class XlogyBackward2(Node):
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        # Node.__init__, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
         self.a = a
         self.a_version = a_version
         self.b = b
