@@ -411,7 +411,9 @@ class Node:
                     [inspect.Parameter(f, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in cls._fields])
         if cls._saved_fields:
             cls._saves = True
-            if "release_variables" not in cls.__dict__ and cls.release_variables is Node.release_variables:
+            # a class that adds saved fields, or inherits nothing that releases, gets the loop;
+            # one that adds none keeps what its parent wrote
+            if "release_variables" not in cls.__dict__ and (saved or cls.release_variables is Node.release_variables):
                 cls.release_variables = Node._release_saved  # type: ignore[method-assign]
 
     # ----- introspection ----------------------------------------------------------
