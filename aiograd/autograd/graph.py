@@ -557,12 +557,15 @@ class GraphRoot(Node):
 # node, the engine's included, about three times slower.)
 
 
+_new_edge = tuple.__new__  # builds an Edge without NamedTuple's Python-level __new__ (record's hot path)
+
+
 def edge_to(x: "Tensor") -> Edge:
     """The edge that carries the gradient of ``x`` (a tensor that requires grad)."""
     fn = x.grad_fn
     if fn is None:
-        return Edge(x._get_grad_accumulator(), 0)
-    return Edge(fn, x._output_nr)
+        return _new_edge(Edge, (x._get_grad_accumulator(), 0))
+    return _new_edge(Edge, (fn, x._output_nr))
 
 
 def _finish(node: Node, out: "Tensor") -> None:
