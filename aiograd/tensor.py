@@ -605,12 +605,11 @@ class Tensor(_TensorMethods):
         self.grad_fn._add_retains_grad(self)
 
     def _gradient_edge(self) -> "Edge":
-        """The Edge (node, input_nr, shape, dtype) that receives this tensor's gradient."""
+        """The Edge (node, input_nr) that receives this tensor's gradient."""
         fn = self.grad_fn
-        d = self._data
         if fn is not None:
-            return Edge(fn, self._output_nr, d.shape, d.dtype)
-        return Edge(self._get_grad_accumulator(), 0, d.shape, d.dtype)
+            return Edge(fn, self._output_nr)
+        return Edge(self._get_grad_accumulator(), 0)
 
     def _get_grad_accumulator(self) -> "AccumulateGrad":
         acc = self._grad_accumulator() if self._grad_accumulator is not None else None
@@ -627,7 +626,7 @@ class Tensor(_TensorMethods):
             return self.grad_fn._register_tensor_pre_hook(self._output_nr, hook)
         if self._hooks is None:
             self._hooks = {}
-        self._get_grad_accumulator()._hooked = True
+        self._get_grad_accumulator()._hook_store()  # the engine then looks at this leaf's hooks
         return RemovableHandle(self._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable[["Tensor"], None]) -> "RemovableHandle":

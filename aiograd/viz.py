@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import numpy as np
-
 from ._optional import require
+from .autograd.saved import SavedTensor
 
 if TYPE_CHECKING:
     from .autograd.graph import Node
@@ -115,10 +114,9 @@ def _saved_shapes(fn: "Node") -> list[tuple[str, tuple[int, ...]]]:
 
 
 def _shape_of(value: Any) -> tuple[int, ...] | None:
-    # A saved tensor is an array, a Tensor, or save()'s tuple that starts with the array
-    # (NOTE [Saved tensors] in autograd/graph.py).
-    if isinstance(value, tuple) and value and isinstance(value[0], np.ndarray):
-        value = value[0]
+    # A saved tensor is an array, a Tensor, or save()'s SavedTensor (NOTE [Saved tensors] in autograd/saved.py).
+    if isinstance(value, SavedTensor):
+        value = value.data
     shape = getattr(value, "shape", None)
     return tuple(shape) if isinstance(shape, tuple) else None
 

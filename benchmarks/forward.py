@@ -16,6 +16,12 @@ collector disabled: the difference is what Python's collections cost the forward
 this process (a long forward leaves objects that trigger full collections, each of
 which walks every object of the process: torch's and HIPS's too).
 
+A deterministic column, ``tracked/op`` (aiograd rows), counts the gc-tracked objects
+the recorded graph keeps alive per op: ``len(gc.get_objects())`` after a collection,
+before and after a further chain of ``TRACKED_OPS`` ops, divided by the ops. These are
+the objects every young and full collection walks (graph.py NOTE [Cheap recording]);
+torch's graph is C++ and keeps none. tests/test_pointwise_nodes.py pins the same counts.
+
 Standalone: ``python benchmarks/forward.py [--ops 20000] [--repeat 5]``.
 """
 
@@ -45,6 +51,8 @@ UNIT = "us/op"
 GC_PAUSED = "aiograd, gc paused"
 ENGINES = ("aiograd", GC_PAUSED, "HIPS autograd", "torch (1 thread)")
 
+TRACKED_OPS = 2_000  # ops of the chain whose kept objects are counted (the tracked/op column)
+
 #: build(x, w, ops) -> y: ``ops.sin`` is the engine's sin; * and + are operators
 Builder = Callable[[Any, Any, SimpleNamespace], Any]
 
@@ -57,14 +65,35 @@ def _repeated(step: Callable[[Any, Any, SimpleNamespace], Any], n: int) -> Build
     return build
 
 
+_STEPS: list[tuple[str, Callable[[Any, Any, SimpleNamespace], Any]]] = [
+    ("mul", lambda x, w, ops: x * 1.0001),
+    ("add", lambda x, w, ops: x + 0.5),
+    ("sin", lambda x, w, ops: ops.sin(x)),
+    ("mul tensor", lambda x, w, ops: x * w),
+]
+
+
 def cases(n: int) -> list[tuple[str, Builder]]:
     """(case name, builder) for each chain of ``n`` ops."""
-    return [
-        (f"mul x{n}", _repeated(lambda x, w, ops: x * 1.0001, n)),
-        (f"add x{n}", _repeated(lambda x, w, ops: x + 0.5, n)),
-        (f"sin x{n}", _repeated(lambda x, w, ops: ops.sin(x), n)),
-        (f"mul tensor x{n}", _repeated(lambda x, w, ops: x * w, n)),
-    ]
+    return [(f"{name} x{n}", _repeated(step, n)) for name, step in _STEPS]
+
+
+def tracked_per_op(build: Builder, ops: int) -> float | None:
+    """gc-tracked objects that aiograd's graph keeps alive per op of ``build`` (a chain of ``ops`` ops)."""
+    ag = H.import_aiograd()
+    if ag is None:
+        return None
+    x, w = _arrays()
+    x, w = ag.tensor(x, requires_grad=True), ag.tensor(w, requires_grad=True)
+    sin = SimpleNamespace(sin=ag.sin)
+    warm = build(x, w, sin)  # the chain's first op makes the leaves' AccumulateGrad nodes
+    gc.collect()
+    before = len(gc.get_objects())
+    y = build(warm, w, sin)
+    gc.collect()
+    kept = len(gc.get_objects()) - before
+    del y, warm
+    return round(kept / ops, 3)
 
 
 def _arrays() -> tuple[np.ndarray, np.ndarray]:
@@ -171,10 +200,14 @@ def run(repeat: int = 5, quick: bool = False, ops: int | None = None) -> list[di
     """Time every case on every engine, print the table, return the rows."""
     n = ops or (QUICK_OPS if quick else OPS)
     rows: list[dict[str, Any]] = []
-    for case, build in cases(n):
-        rows += measure_case(case, build, n, repeat)
+    for (case, build), (_, small) in zip(cases(n), cases(TRACKED_OPS)):
+        case_rows = measure_case(case, build, n, repeat)
+        for r in case_rows:
+            if r["engine"] == "aiograd":
+                r["tracked/op"] = tracked_per_op(small, TRACKED_OPS)
+        rows += case_rows
     H.print_table(f"forward: {n} tiny ops (graph recorded), float64 (4,)", rows,
-                  baselines=("torch (1 thread)", "HIPS autograd"), extra_cols=("median_ms",))
+                  baselines=("torch (1 thread)", "HIPS autograd"), extra_cols=("median_ms", "tracked/op"))
     H.print_targets(_targets(rows))
     return rows
 

@@ -142,31 +142,37 @@ def test_input_metadata_records_shape_and_dtype_of_outputs() -> None:
     assert y.grad_fn.num_inputs() == 1 and y.grad_fn.num_outputs() == 1
 
 
-def test_an_op_of_one_input_leaves_its_node_and_saved_input_alone_to_the_collector() -> None:
-    # NOTE [Inline edge]: no edge list and no Edge tuple per op, only the node (and
-    # here the input Tensor that sin saves).
-    x = _leaf(1.0, 2.0)
-    y = x.sin()
-    gc.collect()
-    before = len(gc.get_objects())
-    for _ in range(200):
-        y = y.sin()
-    gc.collect()
-    assert len(gc.get_objects()) - before <= 2 * 200
-
-
-async def test_an_inline_edge_becomes_a_list_that_the_node_keeps() -> None:
+async def test_edges_live_in_named_slots_and_the_list_is_built_on_demand() -> None:
+    # NOTE [Edges]: next0/next0_nr, next1/next1_nr, more_edges; next_edges is built from them.
     x = _leaf(1.0, 2.0)
     y = x.exp()
     z = y.sin()
     node = z.grad_fn
-    assert node._edges is None and node._to is y.grad_fn
-    edges = node.next_edges
-    assert edges == [Edge(y.grad_fn, 0, (2,), y.detach().numpy().dtype)]
-    assert node.next_edges is edges and node._to is None  # built once, then kept
+    assert node.next0 is y.grad_fn and node.next0_nr == 0 and node.n_edges == 1 and node.more_edges == ()
+    assert node.next_edges == [Edge(y.grad_fn, 0)]
     assert node.next_functions == ((y.grad_fn, 0),)
+    assert node.should_compute_output(0)
+    w = _leaf(3.0, 4.0)
+    p = ag.mul(y, w.detach())  # only input 0 needs a gradient
+    assert p.grad_fn.n_edges == 2 and p.grad_fn.next1 is None and not p.grad_fn.should_compute_output(1)
+    assert p.grad_fn.next_edges == [Edge(y.grad_fn, 0), None]
+    # the gradient's metadata is the node's own (NOTE [Gradient metadata])
+    assert node.grad_shape == (2,) and node.grad_dtype == np.float32 and node.n_inputs == 1
     await z.sum().backward()
     assert np.allclose(x.grad.numpy(), np.cos(np.exp([1.0, 2.0])) * np.exp([1.0, 2.0]))
+
+
+def test_set_next_edge_and_assigning_next_edges_rewrite_the_slots() -> None:
+    x, w, v = _leaf(1.0), _leaf(2.0), _leaf(3.0)
+    node = (x * w).grad_fn
+    acc_v = (v * 1).grad_fn.next0
+    node.set_next_edge(1, Edge(acc_v, 0))
+    assert node.next1 is acc_v
+    node.next_edges = [None, Edge(acc_v, 0), Edge(acc_v, 0)]
+    assert node.n_edges == 3 and node.next0 is None and node.more_edges == (Edge(acc_v, 0),)
+    assert node.next_edges == [None, Edge(acc_v, 0), Edge(acc_v, 0)]
+    with pytest.raises(IndexError):
+        node.set_next_edge(3, None)
 
 
 def test_hook_handles_remove() -> None:

@@ -179,7 +179,7 @@ def test_a_typed_node_gets_a_constructor_of_its_fields_in_order() -> None:
     assert list(inspect.signature(_ScaleBackward0).parameters) == ["x", "factor", "in_shape"]
     child = _ScaleBackward1("s", 1.0, (), 7)
     assert (child.x, child.extra) == ("s", 7)
-    assert node.next_edges == [] and node.n_inputs == 0 and not node._hooked and node._pre_hooks is None
+    assert node.next_edges == [] and node.n_inputs == 0 and node._hooks is None
 
 
 def test_release_variables_clears_the_saved_fields_only() -> None:
@@ -202,7 +202,7 @@ def test_recorded_ops_keep_only_shape_and_dtype_of_their_output() -> None:
     x = ag.tensor([1.0, 2.0], requires_grad=True)
     y = x.sin()
     node = y.grad_fn
-    assert node._input_metadata is None  # nothing built until asked (graph.py NOTE [Cheap recording])
+    assert node.grad_shape == (2,) and node.more_metadata == ()  # graph.py NOTE [Gradient metadata]
     meta = node.input_metadata[0]
     assert meta.shape == (2,) and meta.dtype == np.float32 and meta.device == x.device
     assert y._vc is None  # no version counter until viewed or changed (NOTE [Lazy version counter])

@@ -40,7 +40,8 @@ def test_deeper_reentrant_task_outranks_any_sequence_nr() -> None:
     q.push(_Task(0), _Node(MAX_SEQUENCE_NR), [])  # type: ignore[arg-type]
     q.push(_Task(1), _Node(1), [])  # type: ignore[arg-type]
     assert _drain(q) == [(1, 1), (0, MAX_SEQUENCE_NR)]
-    assert priority_key(_Node(5), 2) < priority_key(_Node(MAX_SEQUENCE_NR), 1)  # type: ignore[arg-type]
+    assert priority_key(5, 2) < priority_key(MAX_SEQUENCE_NR, 1)
+    assert priority_key(7, 0, 1) < priority_key(7, 0, 2) < priority_key(6, 0, 0)  # push count: ties only
 
 
 def test_tasks_of_a_failed_pass_come_out_first_and_discard_removes_them() -> None:

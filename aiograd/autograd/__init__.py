@@ -248,7 +248,7 @@ async def run_grad(
     """The pass behind ``grad()`` and ``grad_sync()``."""
     from ..tensor import Tensor
     from .engine import default_engine
-    from .graph import copy_payload
+    from .accumulate import copy_payload
 
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported; loop over the batch instead")

@@ -183,9 +183,9 @@ class CheckpointBackward(Node):
         from .engine import default_engine
 
         if self.run is None:
-            from .graph import _FREED
+            from .saved import FREED
 
-            raise RuntimeError(_FREED)
+            raise RuntimeError(FREED)
         function, args, kwargs = self.run
         create_graph = _gm.is_grad_enabled()  # the engine runs nodes with grad mode = create_graph
         start_seq = next_sequence_nr() + 1
@@ -238,7 +238,7 @@ class CheckpointBackward(Node):
             captured = await default_engine.execute(roots, root_grads, create_graph, create_graph, False, outputs)
         finally:
             for node, i, e in cuts:
-                node.next_edges[i] = e
+                node.set_next_edge(i, e)
         assert captured is not None
         return list(captured)
 
@@ -257,8 +257,7 @@ class _Sink(Node):
 
 
 def _full_edge(node: Node, nr: int) -> Edge:
-    meta = node.input_metadata[nr]
-    return Edge(node, nr, meta.shape, meta.dtype)
+    return Edge(node, nr)
 
 
 def _is_outside(n: Node, start_seq: int) -> bool:
@@ -280,7 +279,7 @@ def _cut_at_boundary(
                 continue
             if _is_outside(e[0], start_seq):
                 cuts.append((n, i, e))
-                edges[i] = sink_for(e)
+                n.set_next_edge(i, sink_for(e))
             elif id(e[0]) not in seen:
                 seen.add(id(e[0]))
                 stack.append(e[0])

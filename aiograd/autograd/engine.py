@@ -62,9 +62,10 @@ from . import executors
 from . import grad_mode as _gm
 from .executors import kernel_clock
 from .executors import policy as offload_policy
+from .accumulate import accumulate_into_grad, accumulate_into_retained_grad
+from .graph import AccumulateGrad, Edge, GraphRoot, Node, is_expandable_to, sum_to
 from .graph import sole_owner as _sole_owner
-from .graph import AccumulateGrad, Edge, GraphRoot, Node, accumulate_into_grad, edges_of, is_expandable_to, sum_to
-from .graph import accumulate_into_retained_grad
+from .ready_queue import COUNT_BITS, priority_key
 from .monitor import PassMonitor, pass_monitor
 
 __all__ = [
@@ -85,7 +86,6 @@ _current_graph_task: contextvars.ContextVar["GraphTask | None"] = contextvars.Co
 _time_slice = 0.001
 _CHECK_EVERY = 64  # nodes between two reads of the clock
 _REENTRANT_TASK_EVERY = 32
-_KEY_SHIFT = 32  # a ready-queue key: -sequence_nr in the high bits, the push count in these (NOTE [Hot loop] (c))
 
 
 def set_time_slice(seconds: float) -> None:
@@ -208,7 +208,7 @@ class GraphTask:
     def enqueue(self, node: Node, grads: list[Any]) -> None:
         """Queue ``node``, ready with ``grads``, behind the nodes of higher ``sequence_nr``."""
         self.queued += 1
-        key = (-node.sequence_nr << _KEY_SHIFT) | self.queued
+        key = priority_key(node.sequence_nr, 0, self.queued)  # depth 0: one GraphTask's heap
         heapq.heappush(self.heap, key)
         self.queued_nodes[key] = node
         self.queued_grads[key] = grads[0] if len(grads) == 1 else grads
@@ -350,8 +350,7 @@ def validate_outputs(edges: Sequence[Edge | None], grads: Sequence[Any], node_na
     for i, (e, g) in enumerate(zip(edges, grads)):
         if e is None or g is None:
             continue
-        meta = e[0].input_metadata[e[1]]
-        out[i] = validate_grad(node_name, i, g, meta)
+        out[i] = validate_grad(node_name, i, g, e[0].input_metadata[e[1]])
     return out
 
 
@@ -361,9 +360,9 @@ def validate_outputs(edges: Sequence[Edge | None], grads: Sequence[Any], node_na
 def compute_dependencies(root: Node, table: dict[Node, Any], min_topo_nr: int = 0) -> None:
     """Count, for every node reachable from ``root``, the edges that point to it (iterative).
 
-    A node holding its one edge inline (NOTE [Inline edge] in graph.py) is followed at
-    once, without the stack: most of a graph is chains of such nodes, and this walk is
-    part of every backward call.
+    The walk reads the edge slots (NOTE [Edges] in graph.py). The node that input 0
+    leads to is followed at once, without the stack: most of a graph is chains, and
+    this walk is part of every backward call.
     """
     stack = [root]
     pop = stack.pop
@@ -372,28 +371,40 @@ def compute_dependencies(root: Node, table: dict[Node, Any], min_topo_nr: int = 
     while stack:
         fn = pop()
         while True:
-            nxt = fn._to
-            if nxt is not None:
-                c = get(nxt)
-                if c is None:
-                    table[nxt] = 1
-                    if nxt.topological_nr >= min_topo_nr:
-                        fn = nxt
-                        continue
-                else:
-                    table[nxt] = c + 1
+            n = fn.n_edges
+            if n > 1:
+                nxt = fn.next1
+                if nxt is not None:
+                    c = get(nxt)
+                    if c is None:
+                        table[nxt] = 1
+                        if nxt.topological_nr >= min_topo_nr:
+                            push(nxt)
+                    else:
+                        table[nxt] = c + 1
+                if n > 2:
+                    for e in fn.more_edges:
+                        if e is None:
+                            continue
+                        nxt = e[0]
+                        c = get(nxt)
+                        if c is None:
+                            table[nxt] = 1
+                            if nxt.topological_nr >= min_topo_nr:
+                                push(nxt)
+                        else:
+                            table[nxt] = c + 1
+            nxt = fn.next0
+            if nxt is None:
                 break
-            for e in fn._edges:  # type: ignore[union-attr]
-                if e is None:
+            c = get(nxt)
+            if c is None:
+                table[nxt] = 1
+                if nxt.topological_nr >= min_topo_nr:
+                    fn = nxt
                     continue
-                nxt = e[0]
-                c = get(nxt)
-                if c is None:
-                    table[nxt] = 1
-                    if nxt.topological_nr >= min_topo_nr:
-                        push(nxt)
-                else:
-                    table[nxt] = c + 1
+            else:
+                table[nxt] = c + 1
             break
 
 
@@ -430,7 +441,7 @@ def init_to_execute(
 
     mark_needed(root)
     seen = {root}
-    stack: list[tuple[Node, Any]] = [(root, iter(edges_of(root)))]
+    stack: list[tuple[Node, Any]] = [(root, iter(root.next_edges))]
     while stack:
         fn, it = stack[-1]
         child = None
@@ -448,7 +459,7 @@ def init_to_execute(
             child = c
             break
         if child is not None:
-            stack.append((child, iter(edges_of(child))))
+            stack.append((child, iter(child.next_edges)))
         else:
             stack.pop()
             if stack and should_execute(fn):
@@ -476,7 +487,8 @@ def _unwrap_from_hook(new: Any, old: Any) -> Any:
 def call_tensor_pre_hooks(gt: GraphTask, node: Node, grads: list[Any]) -> list[Any]:
     """Tensor hooks (``t.register_hook``) then retains-grad hooks, as torch orders them."""
     grads = list(grads)
-    hooks = node._tensor_pre_hooks
+    nh = node._hooks
+    hooks = nh.tensor_pre if nh is not None else None
     if hooks:
         for nr, fn in list(hooks.values()):
             g = grads[nr]
@@ -496,7 +508,7 @@ def call_tensor_pre_hooks(gt: GraphTask, node: Node, grads: list[Any]) -> list[A
                 if new is not None:
                     _check_hook_result(node, 0, new, meta)
                     grads[0] = _unwrap_from_hook(new, grads[0])
-    rg = node._retains_grad_hooks
+    rg = nh.retains_grad if nh is not None else None
     if rg:
         for nr, ref in list(rg.items()):
             t = ref()
@@ -516,7 +528,7 @@ def _check_hook_result(node: Node, nr: int, new: Any, meta: Any) -> None:
 
 
 def call_pre_hooks(node: Node, grads: list[Any]) -> list[Any]:
-    hooks = node._pre_hooks
+    hooks = node._hooks.pre if node._hooks is not None else None
     if hooks:
         for fn in list(hooks.values()):
             wrapped = tuple(_wrap_for_hook(g, m[2]) for g, m in zip(grads, node.input_metadata))
@@ -531,7 +543,7 @@ def call_pre_hooks(node: Node, grads: list[Any]) -> list[Any]:
 
 
 def call_post_hooks(node: Node, outputs: list[Any], inputs: list[Any]) -> list[Any]:
-    hooks = node._post_hooks
+    hooks = node._hooks.post if node._hooks is not None else None
     if hooks:
         devs = [e[0].input_metadata[e[1]][2] if e is not None else CPU for e in node.next_edges]
         for fn in list(hooks.values()):
@@ -585,7 +597,7 @@ class Engine:
         if len(roots) == 1 and roots[0] is not None:
             # One root: start at its node directly (no GraphRoot), as torch does.
             first: Node = roots[0][0]
-            first_grads: list[Any] = [None] * len(first.input_metadata)
+            first_grads: list[Any] = [None] * first.n_inputs
             first_grads[roots[0][1]] = root_grads[0]
         else:
             first = GraphRoot(list(roots), list(root_grads))
@@ -679,32 +691,25 @@ class Engine:
     # NOTE [Hot loop]: ``_loop`` runs every node of a pass, so its cost per node is most
     # of a backward over small ops. It reads pick -> evaluate -> propagate; a node that
     # propagates nothing yet (skipped by ExecInfo, a staged AccumulateGrad, one sent to a
-    # device thread) ends its turn with ``continue``. What measurements on a 2-core
-    # machine showed (a throwaway prototype with torch's semantics ran tiny-op graphs at
-    # 0.67-0.92 us/node where a line-by-line port of engine.cpp ran at 2.1-3.7; counts
-    # are callgrind's instructions per node of the 20,000-node sin chain of
-    # benchmarks/chain.py, whose whole backward costs ~15,300 against HIPS autograd's
-    # ~22,000):
+    # device thread) ends its turn with ``continue``. The rules, each with its reason
+    # (the measurements behind them are in benchmarks/README.md, "The engine's hot loop",
+    # and re-run with ``python -m benchmarks chain``/``forward``):
     #
-    # (a) Garbage collection: nothing gc-tracked may outlive a node's turn. A container
-    #     per node (a record in compute_dependencies, a heap entry, a gradient list
-    #     waiting in the queue) brings young collections into the pass and, in a process
-    #     with a larger heap, a full one: +0.8 us/node on 20,000-node graphs, 0.4 s once
-    #     in the backward of a 100,000-node wide graph. Dependency counts are plain ints
-    #     (NOTE [Dependency counting]); an InputBuffer is made only when the first of
-    #     several gradients of a node arrives, so buffers die young. The collector's
-    #     settings are left alone (no gc.disable, gc.freeze or raised thresholds around
-    #     a pass): they belong to the process, and a pass yields to other coroutines
-    #     every slice, which would run with them changed. The backward of a wide graph
-    #     of 100,000 nodes runs no collection at all (tests/test_engine.py).
+    # (a) Nothing gc-tracked may outlive a node's turn: every container that survives is
+    #     walked by the young collections and, in a larger heap, by a full one. So
+    #     dependency counts are plain ints (NOTE [Dependency counting]), an InputBuffer
+    #     is made only when the first of several gradients of a node arrives (it dies
+    #     young), and queueing makes nothing tracked (c). The collector's settings are
+    #     left alone (no gc.disable, gc.freeze or raised thresholds around a pass): they
+    #     belong to the process, and a pass yields to other coroutines every slice, which
+    #     would run with them changed. tests/test_engine.py checks that the backward of
+    #     a wide graph of 100,000 nodes runs no collection at all.
     # (b) The "next" slot: most pops follow a push, so the node made ready last runs next
     #     unless the heap's top outranks it, and never touches the heap.
-    # (c) The ready queue is a heap of int keys, -sequence_nr in the high bits and a push
-    #     count in the low ones: an int compares faster than a tuple and never compares
-    #     nodes (a heap of objects with ``__lt__`` cost +1.3 us/node on wide graphs). The
-    #     node and its gradients wait in two dicts under the key, a lone gradient as
-    #     itself (its list is made when it is dequeued): queueing makes nothing
-    #     gc-tracked (a).
+    # (c) The ready queue is a heap of int keys (``priority_key``, NOTE [Ready queue
+    #     order] in ready_queue.py): an int compares faster than a tuple and never
+    #     compares nodes. The node and its gradients wait in two dicts under the key, a
+    #     lone gradient as itself (its list is made when it is dequeued).
     # (d) One map, not two: ``GraphTask.table`` maps a node to its count or its buffer
     #     (torch keeps ``dependencies`` and ``not_ready`` apart).
     # (e) The time slice is checked every ``_CHECK_EVERY`` nodes by a countdown, not by
@@ -718,25 +723,24 @@ class Engine:
     #     slice's deadline, so inline kernels never stretch a slice. A pass without an
     #     event loop (``backward_sync``) asks the policy with an infinite slice: no loop
     #     waits for a turn, so only parallelism may send a kernel away.
-    # (h) Validation fast path: the gradient's dtype and shape are compared with those
-    #     its edge carries, and only a mismatch takes the full ``validate_grad``
-    #     (broadcast reduction, casts, errors; on every output it cost +0.4 us/node).
-    #     The comparison alone is ~950 instructions (numpy 2.4), 6% of a tiny node.
-    # (i) The edges are walked by index: ``zip()`` makes five objects per node (~1,600
-    #     instructions). A node of one input holds its edge in slots (NOTE [Inline edge]
-    #     in graph.py): no subscripts, and compute_dependencies follows chains without
-    #     its stack (~1,000 instructions less per node together).
+    # (h) Validation fast path: each gradient's dtype and shape are compared with what
+    #     the node it flows into expects (its ``grad_dtype``/``grad_shape``, NOTE
+    #     [Gradient metadata] in graph.py), and only a mismatch takes the full
+    #     ``validate_grad`` (broadcast reduction, casts, errors), which is too slow to
+    #     run on every output.
+    # (i) The edges are read from the node's named slots (NOTE [Edges] in graph.py) by
+    #     index, with no ``zip()`` and no Edge tuple: a node of one or two inputs
+    #     propagates without making any object, and compute_dependencies follows the
+    #     ``next0`` chain without its stack.
     # (j) Per-pass settings (ExecInfo, anomaly's NaN check, the pass monitor,
     #     retain_graph) are read into locals once: off, each costs one test of a local.
+    #     Hooks are one slot (``node._hooks``, a NodeHooks or None): one test per node.
     # (k) Gradients handed on are dropped from the frame, so the next rule sees them
     #     held by its input list alone (``sole_owner``, NOTE [Aliasing]).
     # (l) Ties: AccumulateGrad nodes share the top priority, so their relative order is
     #     unspecified (as in torch); nothing may depend on it.
-    # (m) Where a sin node's ~15,300 instructions go: ~5,700 in numpy's two ufunc calls
-    #     (cos, multiply: dispatch, two arrays made), ~1,300 in ``release_variables``,
-    #     which frees the saved input's Tensor and array (the memory torch frees there;
-    #     HIPS autograd frees its values after its timed pass), ~950 in (h), and the
-    #     rest in this loop and the rule's Python (~230 bytecodes).
+    # (m) ``release_variables`` runs right after ``apply``: it frees what only the node
+    #     held (a saved input's Tensor and array), the memory torch frees there.
 
     async def _loop(self, gt: GraphTask, node: Node, grads: list[Any]) -> None:
         """The hot loop (NOTE [Hot loop]): pick a ready node, evaluate it, propagate its gradients.
@@ -762,7 +766,6 @@ class Engine:
         nxt: Node | None = node  # the node made ready last (b)
         nxt_grads: Any = grads
         outputs: Any = None
-        edges: Any = None  # the node's edge list, unless it holds its one edge inline (i)
         try:
             while True:
                 # ---- pick ------------------------------------------------------------------
@@ -778,7 +781,7 @@ class Engine:
                         raise failure
                     offload_policy.observe(node, secs)
                 else:
-                    if nxt is not None and not (heap and heap[0] < -nxt.sequence_nr << _KEY_SHIFT):  # (b)
+                    if nxt is not None and not (heap and heap[0] < -nxt.sequence_nr << COUNT_BITS):  # (b): priority_key(seq) inlined
                         node = nxt
                         grads = nxt_grads
                         nxt = None
@@ -799,9 +802,10 @@ class Engine:
                             continue  # not on a path to the requested inputs
                     if monitor is not None:
                         started = perf_counter()
-                    if node._hooked:
+                    hooks = node._hooks
+                    if hooks is not None:
                         grads = call_tensor_pre_hooks(gt, node, grads)
-                        if node._pre_hooks:
+                        if hooks.pre:
                             grads = call_pre_hooks(node, grads)
                     if node.__class__ is AG:
                         gt.stage(node.variable, grads[0])  # NOTE [Staged gradients]
@@ -831,12 +835,7 @@ class Engine:
                     if monitor is not None:
                         monitor.ran(node, started)
                 # ---- propagate -------------------------------------------------------------
-                to = node._to  # its one edge, when the node holds it inline (i)
-                if to is None:
-                    edges = node._edges
-                    n = len(edges)
-                else:
-                    n = 1
+                n = node.n_edges
                 if release:
                     node.release_variables()  # (m): frees what only the node held
                 if len(outputs) != n:
@@ -844,43 +843,49 @@ class Engine:
                         f"Function {node.name()} returned an invalid number of gradients - expected "
                         f"{n}, but got {len(outputs)}"
                     )
-                if node._hooked and node._post_hooks:
+                if node._hooks is not None and node._hooks.post:
                     outputs = call_post_hooks(node, validate_outputs(node.next_edges, outputs, node.name()), grads)
                 if check_nan:
                     _check_nan(node, outputs)
                 i = 0
-                while i < n:  # (i)
-                    g = outputs[i]
-                    if to is None:
-                        e = edges[i]
-                        i += 1
-                        if e is None:
-                            continue
-                        nn = e[0]
-                        nr = e[1]
-                        shape = e[2]
-                        dtype = e[3]
+                while i < n:  # (i): the edge slots by name (NOTE [Edges] in graph.py)
+                    if i == 0:
+                        nn = node.next0
+                        nr = node.next0_nr
+                    elif i == 1:
+                        nn = node.next1
+                        nr = node.next1_nr
                     else:
-                        i = 1
-                        nn = to
-                        nr = node._to_nr
-                        shape = node._to_shape
-                        dtype = node._to_dtype
-                    if g is not None and (g.dtype is not dtype or g.shape != shape):  # (h)
-                        g = validate_grad(node.name(), _index_of(outputs, g), g, nn.input_metadata[nr])
+                        e = node.more_edges[i - 2]
+                        if e is None:
+                            i += 1
+                            continue
+                        nn, nr = e
+                    g = outputs[i]
+                    i += 1
+                    if nn is None:
+                        continue
+                    if g is not None:  # (h): against what the receiving node expects (NOTE [Gradient metadata])
+                        if nr == 0:
+                            if g.dtype is not nn.grad_dtype or g.shape != nn.grad_shape:
+                                g = validate_grad(node.name(), i - 1, g, nn.input_metadata[0])
+                        else:
+                            meta = nn.more_metadata[nr - 1]
+                            if g.dtype is not meta[1] or g.shape != meta[0]:
+                                g = validate_grad(node.name(), i - 1, g, meta)
                     if exec_info is not None:
                         info = exec_info.get(nn)
                         if info is None or not (info[0] or info[1] is not None):
                             continue
                     entry = table.get(nn)  # (d)
                     if entry == 1:  # the only edge into nn: ready now, no buffer (a)
-                        if nn.n_inputs == 1:
+                        if not nn.more_metadata:
                             ready = [g]
                         else:
-                            ready = [None] * nn.n_inputs
+                            ready = [None] * (1 + len(nn.more_metadata))
                             ready[nr] = g
                     elif entry.__class__ is int:  # the first of several edges: buffer it (a)
-                        buf = InputBuffer(nn.n_inputs, entry - 1)
+                        buf = InputBuffer(1 + len(nn.more_metadata), entry - 1)
                         buf.grads[nr] = g
                         table[nn] = buf
                         gt.pending_buffers += 1
@@ -919,13 +924,6 @@ class Engine:
         return grads if needed else None
 
 
-
-
-def _index_of(outputs: Sequence[Any], g: Any) -> int:
-    for i, o in enumerate(outputs):
-        if o is g:
-            return i
-    return -1
 
 
 def _check_nan(node: Node, outputs: Sequence[Any]) -> None:

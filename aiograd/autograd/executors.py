@@ -195,7 +195,7 @@ def _reset_after_fork() -> None:
     stay held forever: every lock aiograd shares between threads is made anew.
     """
     global _RUNTIMES_LOCK
-    from . import graph, monitor
+    from . import accumulate, monitor
 
     _RUNTIMES_LOCK = threading.Lock()
     for rt in _RUNTIMES.values():
@@ -207,7 +207,7 @@ def _reset_after_fork() -> None:
     _adaptive._lock = threading.Lock()
     _adaptive.after_job()  # forked during a wide job: the child starts narrow (NOTE [Adaptive BLAS threads])
     _machine.watch(threading.get_ident())
-    graph._GRAD_LOCKS = tuple(threading.Lock() for _ in graph._GRAD_LOCKS)
+    accumulate._GRAD_LOCKS = tuple(threading.Lock() for _ in accumulate._GRAD_LOCKS)
     monitor._active_lock = threading.Lock()
 
 

@@ -105,7 +105,7 @@ class BackwardCFunction(FunctionCtx, Node):
     def _convert(self, result: Any, graph: bool) -> list[Any]:
         if not isinstance(result, tuple):
             result = (result,)
-        n = len(self.next_edges)
+        n = self.n_edges
         if len(result) < n or (len(result) > n and any(r is not None for r in result[n:])):
             raise RuntimeError(
                 f"function {self.name()} returned an incorrect number of gradients (expected {n}, got {len(result)})"
@@ -113,7 +113,7 @@ class BackwardCFunction(FunctionCtx, Node):
         out: list[Any] = []
         for i in range(n):
             r = result[i]
-            if r is None or self.next_edges[i] is None:
+            if r is None or not self.should_compute_output(i):
                 out.append(None)
                 continue
             if not isinstance(r, Tensor):

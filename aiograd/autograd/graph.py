@@ -21,17 +21,31 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import threading
 import traceback
 import weakref
 from sys import getrefcount
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
-from .._sparse import SparseCOO
 from ..device import CPU, Device
 from . import grad_mode as _gm
+
+# The saved-tensor helpers that op files import from here (NOTE [Saved tensors] in saved.py).
+from .saved import (
+    Saved,
+    SavedArray,
+    SavedInput,
+    SavedInputOperand,
+    SavedOperand,
+    SavedTensor,
+    VersionCounter,
+    save,
+    save_output,
+    unpack,
+    unpack_input,
+    version_of,
+)
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -46,6 +60,7 @@ else:
 __all__ = [
     "Node",
     "Edge",
+    "NodeHooks",
     "VersionCounter",
     "InputMetadata",
     "AccumulateGrad",
@@ -54,7 +69,6 @@ __all__ = [
     "record",
     "sum_to",
     "sole_owner",
-    "grad_lock",
     "is_numeric_array",
     "type_description",
     "save",
@@ -62,9 +76,9 @@ __all__ = [
     "unpack",
     "MAX_SEQUENCE_NR",
     "edge_to",
-    "edges_of",
     "link",
     "link_one",
+    "link_pair",
     "Saved",
     "SavedOperand",
     "SavedTensor",
@@ -81,42 +95,14 @@ MAX_SEQUENCE_NR = (1 << 62) - 1
 _sequence = itertools.count()
 next_sequence_nr = _sequence.__next__
 
-_FREED = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after they "
-    "have already been freed). Saved intermediate values of the graph are freed when you call "
-    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-    "graph a second time or if you need to access saved tensors after calling backward."
-)
-
-
-#: A saved tensor (NOTE [Saved tensors]): (array, version counter, version at save,
-#: grad_fn, output_nr, leaf, device, is_output).
-SavedTensor = tuple[Any, ...]
-#: A Node field holding a saved tensor; None once released (NOTE [Typed nodes]).
-Saved = Union[SavedTensor, None]
-#: A Node field holding a saved tensor or the Python number an operand was.
-SavedOperand = Union[SavedTensor, bool, int, float, complex, None]
-#: A Node field holding an array kept for backward only; None once released.
-SavedArray = Union[np.ndarray, None]
-#: A Node field holding a saved input as the Tensor itself (NOTE [Saved inputs]); None once released.
-SavedInput = Union["Tensor", None]
-#: A Node field holding a saved input Tensor or the Python number an operand was (NOTE [Saved inputs]).
-SavedInputOperand = Union["Tensor", bool, int, float, complex, None]
 Shape = tuple[int, ...]
 
 
 class Edge(NamedTuple):
-    """Where a gradient goes: input ``input_nr`` of ``node``.
-
-    ``shape``/``dtype`` repeat what ``node.input_metadata[input_nr]`` says the
-    gradient must be, so the engine validates it without touching the next
-    node's metadata (a cold object on large graphs); None means "look it up".
-    """
+    """Where a gradient goes: input ``input_nr`` of ``node`` (NOTE [Edges])."""
 
     node: "Node"
     input_nr: int
-    shape: "tuple[int, ...] | None" = None
-    dtype: "np.dtype | None" = None
 
 
 class InputMetadata(NamedTuple):
@@ -125,16 +111,6 @@ class InputMetadata(NamedTuple):
     shape: tuple[int, ...]
     dtype: np.dtype
     device: Device
-
-
-class VersionCounter:
-    """Counts in-place modifications; shared between a tensor and its views, and read by
-    saved tensors (NOTE [Saved tensors]) to detect a change after they were saved."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
 
 
 class RemovableHandle:
@@ -158,35 +134,21 @@ class RemovableHandle:
         self.remove()
 
 
-_NODE_INIT = """\
-    self._edges = []
-    self._to = None
-    self.sequence_nr = next_sequence_nr()
-    self.topological_nr = 0
-    self._input_metadata = None
-    self._shape_dtype = None
-    self.n_inputs = 0
-    self.device = CPU
-    self._pre_hooks = None
-    self._tensor_pre_hooks = None
-    self._retains_grad_hooks = None
-    self._post_hooks = None
-    self._metadata = None
-    self._forward_trace = None
-    self._hooked = False
-    self.work = 0
-"""
-# _hooked: any hook at all (the hot loop checks this one flag); work: the size of the
-# backward's work (elements, or flops), read by the offload policy.
+class NodeHooks:
+    """The hooks of one node, made when the first is registered (``Node._hooks``): the hot loop
+    tests ``node._hooks is not None`` once per node (engine.py NOTE [Hot loop])."""
 
-def _compile(signature: str, body: str) -> Any:
-    """A function ``def <signature>:`` with ``body``, compiled in this module's namespace."""
-    ns: dict[str, Any] = {}
-    exec(f"def {signature}:\n{body or '    pass'}\n", globals(), ns)
-    return next(iter(ns.values()))
+    __slots__ = ("pre", "tensor_pre", "retains_grad", "post")
+
+    def __init__(self) -> None:
+        self.pre: dict[int, Any] | None = None  # register_prehook: fn(grad_outputs)
+        self.tensor_pre: dict[int, tuple[int, Any]] | None = None  # Tensor.register_hook: (output_nr, fn)
+        self.retains_grad: dict[int, Any] | None = None  # output_nr -> weakref to the Tensor
+        self.post: dict[int, Any] | None = None  # register_hook: fn(grad_inputs, grad_outputs)
 
 
-_init_node = _compile("_init_node(self)", _NODE_INIT)
+_NO_EDGES: "tuple[Edge | None, ...]" = ()
+_NO_METADATA: "tuple[InputMetadata, ...]" = ()
 
 
 def _declared_fields(cls: type) -> list[tuple[str, Any]]:
@@ -211,21 +173,40 @@ def _is_saved(annotation: str) -> bool:
 
 
 # NOTE [Typed nodes]: a Node subclass declares what its backward needs as class
-# annotations beside ``__slots__``:
+# annotations beside ``__slots__``, and writes the constructor that sets them:
 #
 #     class MulBackward0(Node):
-#         __slots__ = ("a", "b", "a_shape", "b_shape")
-#         a: SavedOperand        # a saved tensor or a Python number: released after backward
-#         b: SavedOperand
+#         __slots__ = ("a", "a_version", "b", "b_version", "a_shape", "b_shape")
+#         a: SavedInputOperand   # Saved*: released by release_variables after a pass
+#         a_version: int
+#         ...
 #         a_shape: Shape         # anything else is kept with the graph
-#         b_shape: Shape
 #
-# ``Node.__init_subclass__`` reads the annotations (parents' fields first) and compiles
-# (1) a constructor taking the fields in order, ``MulBackward0(a, b, a_shape, b_shape)``,
-# straight-line so recording an op stays one cheap line, and (2) ``release_variables``
-# clearing the fields whose annotation names a ``Saved*`` type. mypy sees the same
-# constructor through ``dataclass_transform``. A class that defines ``__init__`` keeps it;
-# a class without ``__slots__`` of its own (with a ``__dict__``) declares no fields.
+# ``Node.__init_subclass__`` reads the annotations (parents' fields first) into
+# ``_fields`` and the ``Saved*`` ones into ``_saved_fields``; it generates no code. A
+# class that writes no ``__init__`` gets ``Node._init_fields`` (the fields in order,
+# positional or by name) and one without ``release_variables`` gets
+# ``Node._release_saved`` (clears ``_saved_fields``): correct, but loops, so the classes
+# on hot paths write both out (the pointwise ones are generated into
+# ops/_pointwise_nodes.py). mypy sees the constructor through ``dataclass_transform``.
+# A class without ``__slots__`` of its own (with a ``__dict__``) declares no fields.
+
+# NOTE [Edges]: every node stores its edges the same way, in named slots: ``next0`` /
+# ``next0_nr`` for input 0, ``next1`` / ``next1_nr`` for input 1, and a tuple
+# ``more_edges`` of ``Edge | None`` for inputs 2.. (the shared empty tuple when there
+# are none); ``n_edges`` is how many inputs the forward op had (an input that needs no
+# gradient has node None). So an op of one or two inputs records with no edge object
+# at all (NOTE [Cheap recording]), and the engine reads the slots by name.
+# ``next_edges`` (torch's list of Edge) and ``next_functions`` are built on demand;
+# assigning ``next_edges`` or calling ``set_next_edge`` rewrites the slots. A rule asks
+# whether input i needs a gradient with ``should_compute_output(i)`` (torch's name).
+
+# NOTE [Gradient metadata]: what the gradient arriving at a node's input i must be
+# (shape, dtype, device) lives on that node: ``grad_shape`` / ``grad_dtype`` /
+# ``device`` for input 0, always set when it is recorded, and a tuple of InputMetadata
+# ``more_metadata`` for inputs 1.. of a multi-output op. The engine validates a
+# gradient against the fields of the node it flows into (engine.py NOTE [Hot loop] (h));
+# ``input_metadata`` builds torch's list from them.
 
 
 @dataclass_transform(eq_default=False)
@@ -237,47 +218,39 @@ class Node:
     """
 
     __slots__ = (
-        "_edges",
-        "_to",
-        "_to_nr",
-        "_to_shape",
-        "_to_dtype",
-        "sequence_nr",
-        "topological_nr",
-        "_input_metadata",
-        "_shape_dtype",
-        "n_inputs",
-        "device",
-        "_pre_hooks",
-        "_tensor_pre_hooks",
-        "_retains_grad_hooks",
-        "_post_hooks",
-        "_metadata",
-        "_forward_trace",
-        "_hooked",
-        "work",
+        "next0",  # NOTE [Edges]: the node receiving the gradient of input 0, or None
+        "next0_nr",  # ... at that node's input number
+        "next1",  # the same for input 1
+        "next1_nr",
+        "more_edges",  # Edge | None for inputs 2.. (() when none)
+        "n_edges",  # the number of inputs of the forward op (edges, None ones included)
+        "sequence_nr",  # NOTE [Sequence numbers]: the priority in the ready queue
+        "topological_nr",  # 1 + the largest topological_nr of the next nodes (0 for a leaf's sink)
+        "grad_shape",  # NOTE [Gradient metadata]: the gradient at input 0: its shape (None: no inputs)
+        "grad_dtype",  # ... its dtype
+        "device",  # ... its device (and the device the node's rule runs on)
+        "more_metadata",  # InputMetadata of inputs 1.. (outputs 1.. of the forward op)
+        "work",  # the size of the backward's work (elements), read by the offload policy
+        "_hooks",  # NodeHooks once a hook is registered, else None
+        "_metadata",  # torch's Node.metadata dict (anomaly mode's "traceback_" too), made on first use
         "__weakref__",
     )
 
-    _edges: "list[Edge | None] | None"  # None while the node holds its one edge inline
-    _to: "Node | None"  # the inline edge (NOTE [Inline edge]): its node, input_nr, shape, dtype
-    _to_nr: int
-    _to_shape: "tuple[int, ...]"
-    _to_dtype: np.dtype
+    next0: "Node | None"
+    next0_nr: int
+    next1: "Node | None"
+    next1_nr: int
+    more_edges: "tuple[Edge | None, ...]"
+    n_edges: int
     sequence_nr: int
     topological_nr: int
-    _input_metadata: "list[InputMetadata] | None"
-    _shape_dtype: "tuple[Any, ...]"
-    n_inputs: int
+    grad_shape: "tuple[int, ...] | None"
+    grad_dtype: "np.dtype | None"
     device: Device
-    _pre_hooks: "dict[int, Any] | None"
-    _tensor_pre_hooks: "dict[int, tuple[int, Any]] | None"
-    _retains_grad_hooks: "dict[int, Any] | None"
-    _post_hooks: "dict[int, Any] | None"
-    _metadata: "dict[str, Any] | None"
-    _forward_trace: "list[str] | None"
-    _hooked: bool
+    more_metadata: "tuple[InputMetadata, ...]"
     work: int
+    _hooks: "NodeHooks | None"
+    _metadata: "dict[str, Any] | None"
 
     _saves: ClassVar[bool] = False  # whether release_variables has anything to release
     _saved_fields: ClassVar[tuple[str, ...]] = ()  # fields holding saved tensors (NOTE [Typed nodes])
@@ -286,54 +259,126 @@ class Node:
     _offloadable: ClassVar[bool] = True  # whether apply may run on a device thread (pure numpy rules)
 
     def __init__(self) -> None:
-        _init_node(self)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
+
+    def _init_fields(self, *args: Any, **kwargs: Any) -> None:
+        """The constructor of a class that declares fields and writes no ``__init__`` (NOTE [Typed nodes])."""
+        Node.__init__(self)
+        fields = type(self)._fields
+        if len(args) > len(fields):
+            raise TypeError(f"{type(self).__name__}() takes {len(fields)} arguments but {len(args)} were given")
+        for name, value in zip(fields, args):
+            setattr(self, name, value)
+        for name, value in kwargs.items():
+            if name not in fields or fields.index(name) < len(args):
+                raise TypeError(f"{type(self).__name__}() got an unexpected or repeated argument {name!r}")
+            setattr(self, name, value)
+        missing = [f for f in fields[len(args):] if f not in kwargs]
+        if missing:
+            raise TypeError(f"{type(self).__name__}() missing arguments: {', '.join(missing)}")
+
+    def _release_saved(self) -> None:
+        """The ``release_variables`` of a class that declares saved fields and writes none."""
+        for name in type(self)._saved_fields:
+            setattr(self, name, None)
+
+    # ----- edges (NOTE [Edges]) ---------------------------------------------------
+    def edge(self, i: int) -> "Edge | None":
+        """The edge of input ``i`` (None when that input needs no gradient)."""
+        if i == 0 and self.n_edges:
+            n = self.next0
+            return None if n is None else Edge(n, self.next0_nr)
+        if i == 1 and self.n_edges > 1:
+            n = self.next1
+            return None if n is None else Edge(n, self.next1_nr)
+        if 2 <= i < self.n_edges:
+            return self.more_edges[i - 2]
+        raise IndexError(f"{self.name()} has {self.n_edges} inputs, no input {i}")
+
+    def should_compute_output(self, i: int) -> bool:
+        """Whether input ``i`` of the forward op needs a gradient (torch's name for it; False past the last input)."""
+        if i == 0:
+            return self.next0 is not None
+        if i == 1:
+            return self.next1 is not None
+        return 2 <= i < self.n_edges and self.more_edges[i - 2] is not None
+
+    def set_next_edge(self, i: int, e: "Edge | tuple[Node, int] | None") -> None:
+        """Point input ``i`` at ``e`` (checkpoint's cuts)."""
+        if not 0 <= i < self.n_edges:
+            raise IndexError(f"{self.name()} has {self.n_edges} inputs, no input {i}")
+        if i == 0:
+            self.next0, self.next0_nr = (None, 0) if e is None else (e[0], e[1])
+        elif i == 1:
+            self.next1, self.next1_nr = (None, 0) if e is None else (e[0], e[1])
+        else:
+            more = list(self.more_edges)
+            more[i - 2] = None if e is None else Edge(e[0], e[1])
+            self.more_edges = tuple(more)
 
     @property
     def next_edges(self) -> "list[Edge | None]":
         """Where this node's gradients go: one Edge (or None) per input of the forward op.
 
-        A node holding its one edge inline (NOTE [Inline edge]) builds the list now, and
-        keeps it: the list returned is the node's own, and may be changed in place.
+        Built from the edge slots (NOTE [Edges]) on each read: change a node's edges by
+        assigning this property or with ``set_next_edge``, not by changing the list.
         """
-        edges = self._edges
-        if edges is None:
-            edges = self._edges = [_new_edge(Edge, (self._to, self._to_nr, self._to_shape, self._to_dtype))]
-            self._to = None
-        return edges
+        return [self.edge(i) for i in range(self.n_edges)]
 
     @next_edges.setter
-    def next_edges(self, edges: "list[Edge | None]") -> None:
-        self._edges = edges
-        self._to = None
-
-    def first_edge(self) -> "Edge | None":
-        """The first edge that is not None, if any (without building ``next_edges``)."""
-        return next((e for e in edges_of(self) if e is not None), None)
+    def next_edges(self, edges: "Sequence[Edge | tuple[Node, int] | None]") -> None:
+        self.n_edges = n = len(edges)
+        self.next0 = self.next1 = None
+        self.next0_nr = self.next1_nr = 0
+        if n > 2:
+            self.more_edges = tuple(None if e is None else Edge(e[0], e[1]) for e in edges[2:])
+        else:
+            self.more_edges = _NO_EDGES
+        for i in range(min(n, 2)):
+            self.set_next_edge(i, edges[i])
 
     @property
-    def input_metadata(self) -> list[InputMetadata]:
-        """Shape, dtype and device of the gradient expected at each input of this node.
+    def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
+        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
 
-        A node recorded by ``link`` keeps no list: its one output has the shape and dtype
-        of the tensor its first edge leads to, or those in ``_shape_dtype`` when they
-        differ (NOTE [Cheap recording]), and the node's device; the list is built when
-        first asked for.
-        """
-        metas = self._input_metadata
-        if metas is None:
-            sd = self._shape_dtype
-            if sd is None:
-                e = self.first_edge()
-                if e is None:
-                    return []
-                sd = (e[2], e[3])
-            metas = self._input_metadata = [InputMetadata(sd[0], sd[1], self.device)]
-        return metas
+    # ----- gradient metadata (NOTE [Gradient metadata]) -------------------------------
+    @property
+    def input_metadata(self) -> list[InputMetadata]:
+        """Shape, dtype and device of the gradient expected at each input of this node."""
+        if self.grad_shape is None:
+            return []
+        return [InputMetadata(self.grad_shape, self.grad_dtype, self.device), *self.more_metadata]  # type: ignore[arg-type]
 
     @input_metadata.setter
-    def input_metadata(self, metas: list[InputMetadata]) -> None:
-        self._input_metadata = metas
-        self.n_inputs = len(metas)  # read by the hot loop instead of len(input_metadata)
+    def input_metadata(self, metas: Sequence[InputMetadata]) -> None:
+        if not metas:
+            self.grad_shape = self.grad_dtype = None
+            self.more_metadata = _NO_METADATA
+            return
+        m = metas[0]
+        self.grad_shape = tuple(m[0])
+        self.grad_dtype = m[1]
+        self.device = m[2]
+        self.more_metadata = tuple(InputMetadata(*x) for x in metas[1:])
+
+    @property
+    def n_inputs(self) -> int:
+        """How many gradients this node takes (outputs of the forward op)."""
+        return 0 if self.grad_shape is None else 1 + len(self.more_metadata)
 
     # ----- the rule -------------------------------------------------------------
     def apply(self, grads: list[Any]) -> Sequence[Any]:
@@ -346,9 +391,9 @@ class Node:
     def release_variables(self) -> None:
         """Drop what was saved for backward (called after a pass without retain_graph).
 
-        A class with saved fields gets a compiled one (NOTE [Typed nodes]); one without
-        has nothing to release (the engine calls it on every node of such a pass, without
-        asking ``_saves`` first: an attribute of the class costs as much as the call).
+        A class with saved fields writes its own or gets ``_release_saved`` (NOTE [Typed
+        nodes]); one without has nothing to release (the engine calls it on every node of
+        such a pass, without asking ``_saves`` first: a class attribute costs as much as the call).
         """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -360,16 +405,16 @@ class Node:
         if own:
             cls._fields = cls._fields + tuple(name for name, _ in own)
             if "__init__" not in cls.__dict__:
-                cls.__init__ = _compile(  # type: ignore[method-assign]
-                    f"__init__(self, {', '.join(cls._fields)})",
-                    _NODE_INIT + "".join(f"    self.{f} = {f}\n" for f in cls._fields),
-                )
-        if cls._saved_fields and "release_variables" not in cls.__dict__:
+                cls.__init__ = Node._init_fields  # type: ignore[method-assign]
+                # what inspect (and the docs) show: the fields, in order
+                cls.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+                    [inspect.Parameter(f, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in cls._fields])
+        if cls._saved_fields:
             cls._saves = True
-            # A straight-line release per class: a setattr loop costs ~1 us per node.
-            cls.release_variables = _compile(  # type: ignore[method-assign]
-                "release_variables(self)", "".join(f"    self.{f} = None\n" for f in cls._saved_fields)
-            )
+            # a class that adds saved fields, or inherits nothing that releases, gets the loop;
+            # one that adds none keeps what its parent wrote
+            if "release_variables" not in cls.__dict__ and (saved or cls.release_variables is Node.release_variables):
+                cls.release_variables = Node._release_saved  # type: ignore[method-assign]
 
     # ----- introspection ----------------------------------------------------------
     def name(self) -> str:
@@ -378,15 +423,11 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
 
-    @property
-    def next_functions(self) -> tuple[tuple["Node | None", int], ...]:
-        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
-
     def num_inputs(self) -> int:
-        return len(self.input_metadata)
+        return self.n_inputs
 
     def num_outputs(self) -> int:
-        return 1 if self._to is not None else len(self._edges)  # type: ignore[arg-type]
+        return self.n_edges
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -394,38 +435,48 @@ class Node:
             self._metadata = {}
         return self._metadata
 
-    def should_compute_output(self, index: int) -> bool:
-        return self.next_edges[index] is not None
+    @property
+    def _forward_trace(self) -> "list[str] | None":
+        """The forward's stack, recorded under anomaly mode (torch keeps it in metadata too)."""
+        return None if self._metadata is None else self._metadata.get("traceback_")
 
     # ----- hooks ------------------------------------------------------------------
+    def _hook_store(self) -> NodeHooks:
+        """This node's hooks, made on first use."""
+        h = self._hooks
+        if h is None:
+            h = self._hooks = NodeHooks()
+        return h
+
     def register_hook(self, fn: Callable[[tuple[Any, ...], tuple[Any, ...]], Any]) -> RemovableHandle:
         """Post hook: ``fn(grad_inputs, grad_outputs)`` after apply; may return new grad_inputs."""
-        if self._post_hooks is None:
-            self._post_hooks = {}
-        self._hooked = True
-        return RemovableHandle(self._post_hooks, fn)
+        h = self._hook_store()
+        if h.post is None:
+            h.post = {}
+        return RemovableHandle(h.post, fn)
 
     def register_prehook(self, fn: Callable[[tuple[Any, ...]], Any]) -> RemovableHandle:
         """Pre hook: ``fn(grad_outputs)`` before apply; may return new grad_outputs."""
-        if self._pre_hooks is None:
-            self._pre_hooks = {}
-        self._hooked = True
-        return RemovableHandle(self._pre_hooks, fn)
+        h = self._hook_store()
+        if h.pre is None:
+            h.pre = {}
+        return RemovableHandle(h.pre, fn)
 
     def _register_tensor_pre_hook(self, output_nr: int, fn: Callable[[Any], Any]) -> RemovableHandle:
-        if self._tensor_pre_hooks is None:
-            self._tensor_pre_hooks = {}
-        self._hooked = True
-        return RemovableHandle(self._tensor_pre_hooks, (output_nr, fn))
+        h = self._hook_store()
+        if h.tensor_pre is None:
+            h.tensor_pre = {}
+        return RemovableHandle(h.tensor_pre, (output_nr, fn))
 
     def _add_retains_grad(self, t: "Tensor") -> None:
-        if self._retains_grad_hooks is None:
-            self._retains_grad_hooks = {}
-        self._retains_grad_hooks[t._output_nr] = weakref.ref(t)
-        self._hooked = True
+        h = self._hook_store()
+        if h.retains_grad is None:
+            h.retains_grad = {}
+        h.retains_grad[t._output_nr] = weakref.ref(t)
 
     def _has_hooks(self) -> bool:
-        return bool(self._pre_hooks or self._tensor_pre_hooks or self._retains_grad_hooks or self._post_hooks)
+        h = self._hooks
+        return h is not None and bool(h.pre or h.tensor_pre or h.retains_grad or h.post)
 
 
 class AccumulateGrad(Node):
@@ -439,15 +490,21 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable: "Tensor") -> None:
-        super().__init__()
+        Node.__init__(self)
         self.variable = variable
         self.sequence_nr = MAX_SEQUENCE_NR
+        d = variable._data
+        self.grad_shape = d.shape  # plain tuples, not Size (NOTE [Size at the surface] in tensor.py)
+        self.grad_dtype = d.dtype
         self.device = variable._device
-        # plain tuples, not the Size of variable.shape (NOTE [Size at the surface] in tensor.py)
-        self.input_metadata = [InputMetadata(variable._data.shape, variable._data.dtype, variable._device)]
-        self._hooked = bool(variable._hooks)
+        if variable._hooks:
+            self._hook_store()
 
     def apply(self, grads: list[Any]) -> tuple[()]:
+        # accumulate.py imports tensor.py, which imports this module: read at call time
+        # (the engine stages leaf gradients and never calls this).
+        from .accumulate import accumulate_into_grad
+
         g = grads[0]
         if g is not None:
             accumulate_into_grad(self.variable, g, owned=False)
@@ -461,98 +518,18 @@ class AccumulateGrad(Node):
         return "AccumulateGrad"
 
 
-# NOTE [Atomic accumulation]: ``.grad`` is read, added into and written back by
-# every pass that reaches a leaf, and passes run at once in several threads
-# (``backward_sync`` in threads, one event loop per thread, device threads).
-# numpy releases the GIL inside ``np.add``, so an unguarded read-modify-write
-# loses updates, and two threads that both see ``.grad is None`` both install
-# their own gradient. Every accumulation into a tensor's ``.grad`` (a leaf's, by
-# the engine's commit or a direct ``AccumulateGrad`` call, or a retained one)
-# therefore runs under ``grad_lock(tensor)``, from the None check to the store.
-# (Resetting ``.grad`` in one thread while another accumulates is the caller's
-# race, as in torch.) The locks are a fixed set made at import (so creating one can
-# never race) and a tensor maps to one of them by identity: no per-tensor state,
-# so creating tensors stays as cheap as before and copying or pickling a tensor
-# never meets a lock. Two leaves that share a lock only take turns; a lock is
-# held around numpy arithmetic alone (never around hooks or user code), and no
-# code holds two of them, so nothing can deadlock. Uncontended, one acquire and
-# release costs well under a microsecond per leaf and pass.
-_GRAD_LOCKS = tuple(threading.Lock() for _ in range(61))
-
-
-def grad_lock(t: "Tensor") -> threading.Lock:
-    """The lock guarding the read-modify-write of ``t``'s ``.grad`` (NOTE [Atomic accumulation])."""
-    # Objects are 16-byte aligned; a prime modulus spreads neighbours over every lock.
-    return _GRAD_LOCKS[(id(t) >> 4) % 61]
-
-
-def accumulate_into_grad(variable: "Tensor", g: Any, owned: bool) -> None:
-    """``variable.grad += g`` with torch's rules, atomically (NOTE [Atomic accumulation]).
-
-    ``g`` is an ndarray (which the engine may own: ``owned``) or, in a pass
-    with ``create_graph``, a Tensor. An ndarray is added in place into an
-    existing ``.grad``; a Tensor is added out of place so that the old
-    ``.grad`` stays valid for any graph that uses it, and keeps its graph.
-    """
-    from ..tensor import Tensor
-
-    with _GRAD_LOCKS[(id(variable) >> 4) % 61]:  # grad_lock(variable), inlined: once per leaf and pass
-        old = variable._grad
-        if isinstance(g, Tensor):
-            if old is None:
-                variable._grad = g if g.grad_fn is not None else Tensor._wrap(copy_payload(g._data), variable._device)
-            else:
-                variable._grad = old + g
-            return
-        if old is None:
-            if owned:
-                arr = g
-            elif g.__class__ is SparseCOO:  # a sparse gradient (NOTE [Sparse payload] in _sparse.py)
-                arr = g.astype(variable._data.dtype)
-            else:
-                arr = np.array(g, dtype=variable._data.dtype, copy=True)
-            variable._grad = Tensor._wrap(arr, variable._device)
-        elif old.grad_fn is None and old._data.flags.writeable:
-            np.add(old._data, g, out=old._data, casting="unsafe")
-            old._version_counter.value += 1
-        else:
-            variable._grad = Tensor._wrap(old._data + g, variable._device)
-
-
-def accumulate_into_retained_grad(t: "Tensor", g: Any, owned: bool) -> None:
-    """``t.grad += g`` for a non-leaf that retains its grad: always out of place (the
-    retained ``.grad`` may be held by the user), atomically (NOTE [Atomic accumulation])."""
-    from ..tensor import Tensor
-
-    with grad_lock(t):
-        old = t._grad
-        if isinstance(g, Tensor):
-            t._grad = g if old is None else old + g
-        elif old is None:
-            arr = g if owned and g.__class__ is np.ndarray and g.flags.writeable else copy_payload(g)
-            t._grad = Tensor._wrap(arr, t._device)
-        else:
-            t._grad = Tensor._wrap(old._data + g, t._device)
-
-
-def copy_payload(a: Any) -> Any:
-    """A copy of a gradient payload: an ndarray, or a sparse one (NOTE [Sparse payload] in _sparse.py)."""
-    return a.copy() if a.__class__ is SparseCOO else np.array(a, copy=True)
-
-
 class GraphRoot(Node):
     """A node with no inputs that seeds the pass: passes the root gradients to the roots."""
 
     __slots__ = ("outputs",)
     _runs_on_undefined = True  # it has no incoming gradient: apply must run regardless
 
-    def __init__(self, edges: list[Edge | None], grads: list[Any]) -> None:
-        super().__init__()
-        self.next_edges = [e if e is None or len(e) == 4 else Edge(e[0], e[1]) for e in edges]
+    def __init__(self, edges: "Sequence[Edge | tuple[Node, int] | None]", grads: list[Any]) -> None:
+        Node.__init__(self)
+        self.next_edges = edges  # edges may be plain (node, input_nr) tuples (Tensor._gradient_edge)
         self.outputs = grads
         self.sequence_nr = MAX_SEQUENCE_NR
         for e in edges:
-            # edges may be plain (node, input_nr) tuples (Tensor._gradient_edge)
             if e is not None and e[0].topological_nr + 1 > self.topological_nr:
                 self.topological_nr = e[0].topological_nr + 1
 
@@ -565,107 +542,111 @@ class GraphRoot(Node):
 
 # ----- recording ops ------------------------------------------------------------------
 
-
-_new_edge = tuple.__new__  # builds an Edge without NamedTuple's Python-level __new__
-
 # NOTE [Cheap recording]: an op on small arrays spends most of its time outside numpy,
-# and in a long forward a large part of that (about 40% of a (4,)-element op in a
-# 20,000-op chain) is the garbage collector walking what each op leaves behind: every
-# container object that survives is visited by the young and the full collections.
-# So an op records with as few surviving objects as it can: the node, its edge list
-# and one Edge per differentiable input, or for an op of one input the node alone
-# (NOTE [Inline edge]). Its output needs no
-# InputMetadata: the shape and dtype it has are most often those of the tensor its
-# first edge leads to, which the Edge tuple already holds; ``_shape_dtype`` is set only
-# when they differ, and ``Node.input_metadata`` builds the list only when asked (hooks,
-# error paths). The anomaly context is read only once some anomaly mode was ever entered.
-# (No ``__getattr__`` on Node for defaults: it makes every attribute read of every node,
-# the engine's included, about three times slower.)
+# and in a long forward much of that is the garbage collector walking what each op
+# leaves behind: every container object that survives is visited by the young and the
+# full collections (benchmarks/forward.py's "gc paused" row shows how much). So an op
+# leaves as few gc-tracked objects alive as it can: its node alone for an op of one or
+# two inputs (the edges are slots, NOTE [Edges]; the gradient's metadata too, NOTE
+# [Gradient metadata]), plus what it saves (NOTE [Saved inputs] in saved.py: an input
+# Tensor that already exists costs nothing while the user holds it). Temporaries made
+# while recording (an edge list passed to ``link``) die at once and cost the collector
+# nothing. tests/test_graph.py pins the counts (benchmarks/forward.py's gc column
+# shows them). The anomaly trace is read only once some anomaly mode was ever entered.
+# (No ``__getattr__`` on Node for defaults: it makes every attribute read of every
+# node, the engine's included, about three times slower.)
 
 
-# NOTE [Inline edge]: a node recorded by ``link_one`` (an op of one input: the unary
-# ops, views, reductions...) keeps its one edge in four slots of its own, ``_to``,
-# ``_to_nr``, ``_to_shape`` and ``_to_dtype`` (an Edge's fields), and ``_edges`` is None:
-# no list and no Edge tuple, two gc-tracked objects fewer per recorded op, which is half
-# of what a chain of unary ops leaves to the collector (a forward of 20,000 of them in a
-# process of ~180,000 objects no longer reaches the full collection that alone cost as
-# much as the ops). Every other node keeps the list in ``_edges`` (``_to`` None). The
-# engine and ``compute_dependencies`` read the slots; ``next_edges`` builds the list the
-# first time something asks for it and the node keeps that list from then on (so code
-# that changes a node's edges in place, as checkpoint does, sees the same list).
-
-
-def edges_of(node: Node) -> "Sequence[Edge | None]":
-    """``node.next_edges``, without making an inline edge (NOTE [Inline edge]) a list for good."""
-    if node._to is not None:
-        return (_new_edge(Edge, (node._to, node._to_nr, node._to_shape, node._to_dtype)),)
-    return node._edges  # type: ignore[return-value]
+_new_edge = tuple.__new__  # builds an Edge without NamedTuple's Python-level __new__ (record's hot path)
 
 
 def edge_to(x: "Tensor") -> Edge:
     """The edge that carries the gradient of ``x`` (a tensor that requires grad)."""
-    d = x._data
     fn = x.grad_fn
     if fn is None:
-        return _new_edge(Edge, (x._get_grad_accumulator(), 0, d.shape, d.dtype))
-    return _new_edge(Edge, (fn, x._output_nr, d.shape, d.dtype))
+        return _new_edge(Edge, (x._get_grad_accumulator(), 0))
+    return _new_edge(Edge, (fn, x._output_nr))
 
 
-def link(node: Node, edges: "list[Edge | None]", out: "Tensor") -> None:
-    """Make ``node`` (whose inputs' edges are ``edges``, one at least) the ``grad_fn`` of the op's
-    one output ``out``."""
-    topo = 0
-    first = None
-    for e in edges:
-        if e is not None:
-            if first is None:
-                first = e
-            t = e[0].topological_nr
-            if t >= topo:
-                topo = t + 1
-    node._edges = edges
-    node.topological_nr = topo
+def _finish(node: Node, out: "Tensor") -> None:
+    """The output side of ``link``/``link_one``/``link_pair``: ``out``'s metadata, and out -> node."""
     d = out._data
-    shape = d.shape
-    dtype = d.dtype
-    if first is None or dtype is not first[3] or shape != first[2]:
-        node._shape_dtype = (shape, dtype)
-    node.n_inputs = 1
+    node.grad_shape = d.shape
+    node.grad_dtype = d.dtype
     node.device = out._device
     node.work = d.size
     out.grad_fn = node
     out._requires_grad = True
     if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
-        node._forward_trace = traceback.format_stack()[:-2]
+        node.metadata["traceback_"] = traceback.format_stack()[:-3]
+
+
+def link(node: Node, edges: "Sequence[Edge | None]", out: "Tensor") -> None:
+    """Make ``node`` (whose inputs' edges are ``edges``) the ``grad_fn`` of the op's one output ``out``."""
+    node.next_edges = edges
+    topo = 0
+    for e in edges:
+        if e is not None and e[0].topological_nr >= topo:
+            topo = e[0].topological_nr + 1
+    node.topological_nr = topo
+    _finish(node, out)
 
 
 def link_one(node: Node, x: "Tensor", out: "Tensor") -> None:
-    """``link(node, [edge_to(x)], out)`` in one call: the op has one input, ``x``, which requires grad."""
-    d = x._data
+    """``link(node, [edge_to(x)], out)`` without the list: the op has one input, ``x``, which requires grad."""
     fn = x.grad_fn
-    shape = d.shape
-    dtype = d.dtype
-    # the edge to x, inline (NOTE [Inline edge])
-    node._edges = None
     if fn is None:
         fn = x._get_grad_accumulator()
-        node._to_nr = 0
+        node.next0_nr = 0
     else:
-        node._to_nr = x._output_nr
-    node._to = fn
-    node._to_shape = shape
-    node._to_dtype = dtype
+        node.next0_nr = x._output_nr
+    node.next0 = fn
+    node.n_edges = 1
     node.topological_nr = fn.topological_nr + 1
-    od = out._data
-    if od.dtype is not dtype or od.shape != shape:
-        node._shape_dtype = (od.shape, od.dtype)
-    node.n_inputs = 1
+    d = out._data
+    node.grad_shape = d.shape
+    node.grad_dtype = d.dtype
     node.device = out._device
-    node.work = od.size
+    node.work = d.size
     out.grad_fn = node
     out._requires_grad = True
     if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
-        node._forward_trace = traceback.format_stack()[:-2]
+        node.metadata["traceback_"] = traceback.format_stack()[:-2]
+
+
+def link_pair(node: Node, a: "Tensor | None", b: "Tensor | None", out: "Tensor") -> None:
+    """``link`` for an op of two inputs, given as the tensors (None: that input needs no gradient)."""
+    topo = 0
+    if a is not None:
+        fn = a.grad_fn
+        if fn is None:
+            fn = a._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = a._output_nr
+        node.next0 = fn
+        topo = fn.topological_nr + 1
+    if b is not None:
+        fn = b.grad_fn
+        if fn is None:
+            fn = b._get_grad_accumulator()
+            node.next1_nr = 0
+        else:
+            node.next1_nr = b._output_nr
+        node.next1 = fn
+        if fn.topological_nr >= topo:
+            topo = fn.topological_nr + 1
+    node.n_edges = 2
+    node.topological_nr = topo
+    d = out._data
+    node.grad_shape = d.shape
+    node.grad_dtype = d.dtype
+    node.device = out._device
+    node.work = d.size
+    out.grad_fn = node
+    out._requires_grad = True
+    if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+        node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
 
 def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> None:
@@ -690,122 +671,25 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
                     topo = t + 1
                 continue
         edges.append(None)
-    node._edges = edges
+    node.next_edges = edges
     node.topological_nr = topo
     if device is not None:
         node.device = device
-    metas = []
     work = 0
     for i, out in enumerate(outputs):
         out.grad_fn = node
         out._output_nr = i
         out._requires_grad = True
-        d = out._data
-        work += d.size
-        metas.append(InputMetadata(d.shape, d.dtype, out._device))
-    node.input_metadata = metas
+        work += out._data.size
+    if outputs:
+        d = outputs[0]._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = outputs[0]._device
+        node.more_metadata = tuple(InputMetadata(o._data.shape, o._data.dtype, o._device) for o in outputs[1:])
     node.work = work
     if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
-        node._forward_trace = traceback.format_stack()[:-2]
-
-
-# ----- saved tensors -----------------------------------------------------------------
-# NOTE [Saved tensors]: like torch's SavedVariable, a saved tensor keeps its data
-# and its graph position, not the Tensor object: the tuple
-#     (array, version_counter, version_at_save, grad_fn, output_nr, leaf, device, is_output)
-# An ordinary pass reads ``array`` after comparing the counter with the saved
-# version (the in-place check). A create_graph pass rebuilds a Tensor at the
-# same place in the graph (the leaf itself for a leaf that requires grad).
-# Intermediate Tensor objects therefore die during forward, and an op that
-# saves its own output makes no reference cycle (its grad_fn is supplied by
-# the unpacking node).
-
-
-def save(t: "Tensor") -> SavedTensor:
-    """Remember an input tensor for backward, with its version for the in-place check."""
-    vc = t._vc
-    if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
-        vc = t._vc = VersionCounter()
-    fn = t.grad_fn
-    leaf = t if (fn is None and t._requires_grad) else None
-    return (t._data, vc, vc.value, fn, t._output_nr, leaf, t._device, False)
-
-
-def save_output(t: "Tensor") -> SavedTensor:
-    """Remember an op's own output for backward (call after ``record``)."""
-    vc = t._vc
-    if vc is None:
-        vc = t._vc = VersionCounter()
-    return (t._data, vc, vc.value, None, t._output_nr, None, t._device, True)
-
-
-def _modified(node: Node, arr: np.ndarray, now: int, saved: int, leaf: bool) -> RuntimeError:
-    """torch's in-place error. A leaf that requires grad can only have been changed under no_grad,
-    which is what an optimizer's ``step()`` does: then the hint points at ``step_async``, which
-    never writes an array that a pass in flight saved (NOTE [Step off the loop])."""
-    if leaf:
-        hint = (
-            "Hint: it is a leaf that requires grad, changed in place under no_grad after the forward op "
-            "(an optimizer's step()?). Where other tasks or threads run passes over the same parameters, "
-            "update them with `await opt.step_async()`, which never changes what a pass in flight saved."
-        )
-    else:
-        hint = "Hint: the operation that modified it ran after the forward op; make a copy (clone()) before changing it."
-    return RuntimeError(
-        "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [{arr.dtype} {list(arr.shape)}], which is saved by {node.name()}, is at "
-        f"version {now}; expected version {saved} instead. {hint}"
-    )
-
-
-def unpack(node: Node, saved: Any, graph: bool) -> Any:
-    """The saved array (or Tensor, in a create_graph pass), after the freed/in-place checks."""
-    if saved is None:
-        raise RuntimeError(_FREED)
-    arr, vc, version, fn, out_nr, leaf, device, is_output = saved
-    if vc.value != version:
-        raise _modified(node, arr, vc.value, version, leaf is not None)
-    if not graph:
-        return arr
-    if leaf is not None:
-        return leaf
-    from ..tensor import Tensor
-
-    r = Tensor._wrap(arr, device)
-    r._version_counter = vc
-    if is_output:
-        fn = node
-    if fn is not None:
-        r.grad_fn = fn
-        r._output_nr = out_nr
-        r._requires_grad = True
-    return r
-
-
-# NOTE [Saved inputs]: an op made by a pointwise template (ops/_pointwise.py) keeps a
-# saved *input* as the Tensor itself, with the version its counter had (``version_of``),
-# instead of a SavedTensor tuple: the input Tensor already exists, and its counter is made
-# only if something views or changes it in place, so the op leaves one or two objects
-# fewer to the garbage collector (NOTE [Cheap recording]). ``unpack_input`` makes the same
-# freed and in-place checks as ``unpack``; a create_graph pass uses the Tensor itself.
-# A saved *output* stays a SavedTensor: keeping the output Tensor would make a cycle.
-
-
-def version_of(t: "Tensor") -> int:
-    """The version of ``t``'s counter (0 while it has none: NOTE [Lazy version counter])."""
-    vc = t._vc
-    return 0 if vc is None else vc.value
-
-
-def unpack_input(node: Node, x: Any, version: int, graph: bool) -> Any:
-    """A saved input (NOTE [Saved inputs]): its array (the Tensor in a create_graph pass), after
-    the freed/in-place checks."""
-    if x is None:
-        raise RuntimeError(_FREED)
-    vc = x._vc
-    if vc is not None and vc.value != version:
-        raise _modified(node, x._data, vc.value, version, x.grad_fn is None and x._requires_grad)
-    return x if graph else x._data
+        node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
 
 # ----- shared gradient helpers -------------------------------------------------------

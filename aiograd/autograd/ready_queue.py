@@ -3,9 +3,12 @@
 NOTE [Ready queue order]: error tasks first (their GraphTask failed, so they
 only need to be dropped; torch also puts shutdown tasks here, which an
 executor-thread worker does not need), then higher reentrant depth, then
-higher ``sequence_nr``. heapq is a min-heap, so the key is the
-negated priority packed into one int; a tie-breaking counter keeps entries of
-different GraphTasks in one shared queue from ever comparing nodes.
+higher ``sequence_nr``. heapq is a min-heap, so the key is the negated
+priority packed into one int by ``priority_key``, the one encoding every ready
+queue uses: the GraphTask's own heap (engine.py NOTE [Hot loop] (c), whose
+keys carry the push count in the low bits, so each names one queued node) and
+the shared device queues here (whose keys carry none: a tie-breaking counter
+beside the key keeps entries of different GraphTasks from ever comparing nodes).
 """
 
 from __future__ import annotations
@@ -18,18 +21,20 @@ if TYPE_CHECKING:
     from .engine import GraphTask
     from .graph import Node
 
-__all__ = ["priority_key", "ReadyQueue", "ERROR_KEY"]
+__all__ = ["priority_key", "ReadyQueue", "ERROR_KEY", "COUNT_BITS"]
 
-_DEPTH_SHIFT = 63  # sequence numbers fit in 62 bits; depth sits above them
-ERROR_KEY = -(1 << 79)
+_DEPTH_SHIFT = 63  # sequence numbers fit in 62 bits (MAX_SEQUENCE_NR); depth sits above them
+COUNT_BITS = 32  # the low bits: a push count (below 2**32 per GraphTask)
+ERROR_KEY = -(1 << 256)  # below every priority_key (reentrant depth stays far below 2**100)
 
 _counter = itertools.count()
 next_tiebreak = _counter.__next__
 
 
-def priority_key(node: "Node", depth: int) -> int:
-    """The heap key of ``node`` in a GraphTask of reentrant ``depth`` (smaller runs first)."""
-    return -((depth << _DEPTH_SHIFT) | node.sequence_nr)
+def priority_key(sequence_nr: int, depth: int = 0, count: int = 0) -> int:
+    """The heap key of a node of ``sequence_nr`` in a GraphTask of reentrant ``depth``,
+    pushed ``count``-th (smaller runs first; NOTE [Ready queue order])."""
+    return (-((depth << _DEPTH_SHIFT) | sequence_nr) << COUNT_BITS) | count
 
 
 class ReadyQueue:
@@ -45,7 +50,7 @@ class ReadyQueue:
         self._heap: list[tuple[int, int, Any, Any, Any]] = []
 
     def push(self, graph_task: "GraphTask", node: "Node", grads: list[Any]) -> None:
-        key = ERROR_KEY if graph_task.error is not None else priority_key(node, graph_task.reentrant_depth)
+        key = ERROR_KEY if graph_task.error is not None else priority_key(node.sequence_nr, graph_task.reentrant_depth)
         heapq.heappush(self._heap, (key, next_tiebreak(), graph_task, node, grads))
 
     def pop(self) -> tuple[Any, Any, Any]:

@@ -14,11 +14,14 @@ pointwise op; each call makes the op's forward (and its Node class) and register
 
 NOTE [Formulas]: as in torch's derivatives.yaml, an operand is saved only when the
 formula of an operand that requires grad reads it (``mul``: ``b`` is saved if ``a``
-requires grad). A formula is compiled into the Node's ``apply`` once, so a backward
-step is one Python call; it runs on ndarrays in an ordinary pass and on Tensors in a
-create_graph pass (NOTE [One rule for both modes] in _common.py). Names a formula may
-use: ``np``, ``Tensor``, ``graph`` (whether this is a create_graph pass), and what
-the row passes as ``env``.
+requires grad). Each row's formula is written out as the ``apply`` of its Node class
+in ops/_pointwise_nodes.py, which ``python -m aiograd.ops._gen_pointwise`` generates
+from the rows (``SPECS``) and a test keeps current; so a backward step is one Python
+call, and the class is code a reader (and a tool) can open. A formula runs on ndarrays
+in an ordinary pass and on Tensors in a create_graph pass (NOTE [One rule for both
+modes] in _common.py). Names a formula may use: ``np``, ``Tensor``, ``graph``
+(whether this is a create_graph pass), and what the row passes as ``env`` (bound to
+the Node class as static attributes when the row is made).
 
 NOTE [Fast path]: the forward a template makes first tries the common case, all
 operands Tensors of one dtype and device, or a float Tensor with a Python number
@@ -37,7 +40,9 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 
 from .._sparse import SparseCOO
-from ..autograd.graph import Node, edge_to, link, link_one, save_output, sole_owner, sum_to, unpack, unpack_input
+from ..autograd.graph import Node, link_one, link_pair
+from ..autograd.saved import counter_of
+from . import _pointwise_nodes
 from ..tensor import Tensor, get_default_dtype, new_tensor, tensor
 from ._common import (
     _NUMBERS,
@@ -191,144 +196,42 @@ def _shape(x: Any) -> tuple[int, ...]:
     return x._data.shape if isinstance(x, Tensor) else ()
 
 
-# ----- compiling formulas into apply (NOTE [Formulas]) -------------------------------
+# ----- the Node classes (NOTE [Formulas]) --------------------------------------------
 
-_IN_PLACE_MIN = 4096  # elements: below this the ownership check costs more than it saves
-
-# A saved operand: the input Tensor (NOTE [Saved inputs] in graph.py: its array in an
-# ordinary pass when its version is unchanged, else unpack_input's checks), a Python
-# number as is, or None once released (unpack_input raises the "backward through the
-# graph a second time" error).
-_LOAD = """\
-        {x} = self.{x}
-        c = {x}.__class__
-        if c is Tensor or (c is not float and c is not int and isinstance({x}, Tensor)):
-            if graph or ((vc := {x}._vc) is not None and vc.value != self.{x}_version):
-                {x} = unpack_input(self, {x}, self.{x}_version, graph)
-            else:
-                {x} = {x}._data
-        elif {x} is None:
-            unpack_input(self, None, 0, graph)
-"""
-# The saved output (a SavedTensor, NOTE [Saved inputs] in graph.py).
-_LOAD_OUT = """\
-        out = self.out
-        out = out[0] if (out is not None and not graph and out[1].value == out[2]) else unpack(self, out, graph)
-"""
+#: What each pointwise row's Node needs, by Node name: read by ``_gen_pointwise`` to write
+#: ops/_pointwise_nodes.py.
+SPECS: dict[str, dict[str, Any]] = {}
 
 
 def _uses(formula: str, name: str) -> bool:
-    return re.search(rf"\b{name}\b", formula) is not None
+    return re.search(rf"(?<![.\w]){name}\b", formula) is not None
 
 
-_NP_ATTR = re.compile(r"\bnp\.([A-Za-z_]\w*)")
+class _NotGenerated(Node):
+    """Stands in for a row's Node class that ops/_pointwise_nodes.py does not have yet."""
+
+    __slots__ = ("args",)
+
+    def __init__(self, *args: Any) -> None:
+        Node.__init__(self)
+        self.args = args
+
+    def apply(self, grads: list[Any]) -> Any:
+        raise RuntimeError(f"{self.name()} is not generated yet: run python -m aiograd.ops._gen_pointwise")
 
 
-def _compile_apply(src: str, env: dict[str, Any] | None) -> Callable[..., Any]:
-    """The ``apply`` defined by ``src``, compiled with the names a formula may use (NOTE [Formulas]).
-
-    NOTE [Bound numpy names]: each ``np.<name>`` of the source is read once, here, and the
-    code reads it as a global ``np_<name>``: a global load is specialized by the
-    interpreter, where ``np.cos`` goes through numpy's module ``__getattr__`` on every call
-    (~250 callgrind instructions per node of benchmarks/chain.py's sin chain).
-    """
-    ns: dict[str, Any] = {
-        "np": np, "Tensor": Tensor, "unpack": unpack, "unpack_input": unpack_input, "sole_owner": sole_owner,
-        "sum_to": sum_to,
-    }
-    for attr in set(_NP_ATTR.findall(src)):
-        ns["np_" + attr] = getattr(np, attr)
-    if env:
-        ns.update(env)
-    exec(_NP_ATTR.sub(r"np_\1", src), ns)
-    return ns["apply"]
-
-
-def _unary_node(name: str, node_name: str, rule: str, saves: str, env: dict[str, Any] | None,
-                module: str) -> type[Node]:
-    if saves == "none":
-        apply = _compile_apply(
-            f"def apply(self, grads):\n    g = grads[0]\n    graph = g.__class__ is Tensor\n    return ({rule},)\n", env)
-        return type(node_name, (Node,), {
-            "__slots__": (), "apply": apply, "__module__": module,
-            "__doc__": f"Backward of {name}: grad_input = {rule}.",
-        })
-    # A rule "g * factor" may multiply into g itself when only the engine's input list
-    # holds g (refs: that list, the local name g, the helper's argument): one allocation
-    # less per node, and the memory of a hand-written in-place backward. Small arrays skip the
-    # check (the node's work, its output's size, is g's size: a slot, cheaper than g.size).
-    in_place = (
-        f"        if self.work >= {_IN_PLACE_MIN} and sole_owner(g, 3):\n"
-        f"            return (np.multiply(g, {rule[4:]}, out=g),)\n"
-        if rule.startswith("g * ") else ""
-    )
-    if saves == "input":  # the input Tensor and its version (NOTE [Saved inputs] in graph.py)
-        src = (
-            "def apply(self, grads):\n"
-            "    g = grads[0]\n"
-            "    s = self.saved\n"
-            "    if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):\n"
-            "        v = s._data\n"
-            + in_place
-            + "    else:\n"
-            "        v = unpack_input(self, s, self.version, g.__class__ is Tensor)\n"
-            f"    return ({rule},)\n"
-        )
-        fields = {"saved": "SavedInput", "version": "int"}
-    else:  # the output, as a SavedTensor
-        src = (
-            "def apply(self, grads):\n"
-            "    g = grads[0]\n"
-            "    s = self.saved\n"
-            "    if s is not None and g.__class__ is not Tensor and s[1].value == s[2]:\n"
-            "        v = s[0]\n"
-            + in_place
-            + "    else:\n"
-            "        v = unpack(self, s, g.__class__ is Tensor)\n"
-            f"    return ({rule},)\n"
-        )
-        fields = {"saved": "Saved"}
-    return type(node_name, (Node,), {
-        "__slots__": tuple(fields), "__annotations__": fields, "apply": _compile_apply(src, env),
-        "__module__": module,
-        "__doc__": f"Backward of {name}: grad_input = {rule} (v = saved {saves}).",
-    })
-
-
-def _binary_node(name: str, node_name: str, da: str, db: str, env: dict[str, Any] | None,
-                 module: str) -> type[Node]:
-    def branch(i: int, var: str, formula: str, shape: str) -> str:
-        loads = "".join(_LOAD.format(x=x) for x in ("a", "b") if _uses(formula, x))
-        if _uses(formula, "out"):
-            loads += _LOAD_OUT
-        return (
-            f"    if e[{i}] is not None:\n{loads}"
-            f"        {var} = {formula}\n"
-            f"        if {var}.shape != self.{shape}:\n"
-            f"            {var} = sum_to({var}, self.{shape})\n"
-        )
-
-    src = (
-        "def apply(self, grads):\n"
-        "    g = grads[0]\n"
-        "    graph = g.__class__ is Tensor\n"
-        "    e = self.next_edges\n"
-        "    ga = gb = None\n"
-        + branch(0, "ga", da, "a_shape")
-        + branch(1, "gb", db, "b_shape")
-        + "    return ga, gb\n"
-    )
-    apply = _compile_apply(src, env)
-    uses_out = _uses(da, "out") or _uses(db, "out")
-    fields = {"a": "SavedInputOperand", "a_version": "int", "b": "SavedInputOperand", "b_version": "int",
-              "a_shape": "Shape", "b_shape": "Shape"}
-    if uses_out:
-        fields["out"] = "Saved"
-    return type(node_name, (Node,), {
-        "__slots__": tuple(fields), "__annotations__": fields, "apply": apply,
-        "__module__": module,
-        "__doc__": f"Backward of {name}: grad_a = {da}, grad_b = {db}, each summed to its operand's shape.",
-    })
+def _node_class(spec: dict[str, Any], env: dict[str, Any] | None) -> type[Node]:
+    """The generated class of a row (its env bound as static attributes), after registering its spec."""
+    node = spec["node"]
+    if node in SPECS and SPECS[node] != spec:
+        raise ValueError(f"two pointwise rows name the Node class {node} differently")
+    SPECS[node] = spec
+    cls: type[Node] | None = getattr(_pointwise_nodes, node, None)
+    if cls is None:
+        cls = type(node, (_NotGenerated,), {"__slots__": ()})
+    for k, v in (env or {}).items():
+        setattr(cls, k, staticmethod(v))
+    return cls
 
 
 def make_unary(
@@ -348,7 +251,8 @@ def make_unary(
         raise ValueError(f"{name}: saves must be 'input', 'output' or 'none', got {saves!r}")
     if integers not in ("float", "keep", "copy"):
         raise ValueError(f"{name}: integers must be 'float', 'keep' or 'copy', got {integers!r}")
-    node_cls = _unary_node(name, node, rule, saves, env, module)
+    node_cls = _node_class({"kind": "unary", "name": name, "node": node, "rule": rule, "saves": saves,
+                            "env": tuple(sorted(env or ())), "module": module}, env)
     save_out = saves == "output"
     save_none = saves == "none"
     cast_ints = integers == "float"
@@ -375,8 +279,9 @@ def make_unary(
             if save_none:
                 link_one(node_cls(), input, out)
             elif save_out:
-                link_one(node_cls(save_output(out)), input, out)  # type: ignore[call-arg]
-            else:  # the input itself, with its version (NOTE [Saved inputs] in graph.py)
+                oc = counter_of(out)  # the output's array and version (NOTE [Saved inputs] in autograd/saved.py)
+                link_one(node_cls(out._data, oc, oc.value), input, out)  # type: ignore[call-arg]
+            else:  # the input itself, with its version (NOTE [Saved inputs] in autograd/saved.py)
                 vc = input._vc
                 link_one(node_cls(input, 0 if vc is None else vc.value), input, out)  # type: ignore[call-arg]
         return out
@@ -405,20 +310,22 @@ def make_binary(
     floating = integers == "float"
     refuse = integers == "refuse"
     fast_ints = integers == "promote"  # an integer dtype shared by both operands is the result's
-    node_cls = _binary_node(name, node, da, db, env, module)
+    node_cls = _node_class({"kind": "binary", "name": name, "node": node, "da": da, "db": db,
+                            "env": tuple(sorted(env or ())), "module": module}, env)
     # which operand each gradient reads: saved only when that gradient is needed
     a_for_a, b_for_a = _uses(da, "a"), _uses(da, "b")
     a_for_b, b_for_b = _uses(db, "a"), _uses(db, "b")
     uses_out = _uses(da, "out") or _uses(db, "out")
 
     def make_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> Node:
-        # the operands the needed formulas read, saved as themselves (NOTE [Saved inputs] in graph.py)
+        # the operands the needed formulas read, saved as themselves (NOTE [Saved inputs] in autograd/saved.py)
         sa = a if (ra and a_for_a) or (rb and a_for_b) else 0
         sb = b if (ra and b_for_a) or (rb and b_for_b) else 0
         va = (0 if (vc := sa._vc) is None else vc.value) if sa.__class__ is Tensor or isinstance(sa, Tensor) else 0
         vb = (0 if (vc := sb._vc) is None else vc.value) if sb.__class__ is Tensor or isinstance(sb, Tensor) else 0
         if uses_out:
-            return node_cls(sa, va, sb, vb, a_shape, b_shape, save_output(out))  # type: ignore[call-arg]
+            oc = counter_of(out)
+            return node_cls(sa, va, sb, vb, a_shape, b_shape, out._data, oc, oc.value)  # type: ignore[call-arg]
         return node_cls(sa, va, sb, vb, a_shape, b_shape)  # type: ignore[call-arg]
 
     def general(input: Any, other: Any) -> Tensor:
@@ -434,7 +341,7 @@ def make_binary(
         rb = isinstance(b, Tensor) and b._requires_grad
         if (ra or rb) and grad_enabled():
             node = make_node(a, b, ra, rb, _shape(a), _shape(b), out)
-            link(node, [edge_to(a) if ra else None, edge_to(b) if rb else None], out)
+            link_pair(node, a if ra else None, b if rb else None, out)
         return out
 
     scale = alpha
@@ -459,7 +366,7 @@ def make_binary(
                     rb = other._requires_grad
                     if (ra or rb) and grad_enabled():
                         node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
-                        link(node, [edge_to(input) if ra else None, edge_to(other) if rb else None], out)
+                        link_pair(node, input if ra else None, other if rb else None, out)
                     return out
             elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
                 res = kernel(ad, other)
@@ -467,7 +374,7 @@ def make_binary(
                     res = np.asarray(res)
                 out = new_tensor(res, input._device)
                 if input._requires_grad and grad_enabled():
-                    link(make_node(input, other, True, False, ad.shape, (), out), [edge_to(input), None], out)
+                    link_pair(make_node(input, other, True, False, ad.shape, (), out), input, None, out)
                 return out
         return general(input, other)
 

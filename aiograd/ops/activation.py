@@ -365,15 +365,14 @@ class PreluKernelBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         x = unpack(self, self.x, graph)
         w = unpack(self, self.w, graph)
         pos = _values(x) > 0
         view = _channel_view(w, _values(x).ndim)
         gx = gw = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gx = g * np.where(pos, 1.0, view)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             gw = np.sum(g * np.where(pos, 0.0, x), axis=self.axes).reshape(self.w_shape)
         return gx, gw
 

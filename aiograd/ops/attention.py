@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, SavedArray, Shape, record, save, sum_to, unpack
+from ..autograd.graph import Node, Saved, SavedArray, SavedTensor, Shape, record, save, sum_to, unpack
 from ..tensor import Tensor, _generator
 from ._common import broadcast_shapes, needs_grad, wrap
 from ._nn_common import torch_dtype_name
@@ -83,12 +83,11 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         q = unpack(self, self.q, graph)
         k = _repeat_tensor(unpack(self, self.k, graph), self.rep)
         v = _repeat_tensor(unpack(self, self.v, graph), self.rep)
         mask = self.mask
-        if mask is not None and mask.__class__ is tuple:
+        if isinstance(mask, SavedTensor):
             mask = unpack(self, mask, graph)
         if graph:  # recompute p differentiably
             s = (q @ _t(k)) * self.scale
@@ -103,9 +102,9 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             p = self.p
         pd = p * self.keep if self.keep is not None else p
         gq = gk = gv = gm = None
-        if e[2] is not None:
+        if self.should_compute_output(2):
             gv = sum_to(_sum_heads(_t(pd) @ g, self.rep), self.shapes[2])
-        if e[0] is not None or e[1] is not None or (len(e) > 3 and e[3] is not None):
+        if self.should_compute_output(0) or self.should_compute_output(1) or (self.should_compute_output(3)):
             gp = g @ _t(v)
             if self.keep is not None:
                 gp = gp * self.keep
@@ -114,14 +113,14 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             else:  # the same, on gp in place: one (..., L, S) temporary instead of three
                 gp -= np.sum(gp * p, axis=-1, keepdims=True)
                 gs = np.multiply(gp, p, out=gp)
-            if len(e) > 3 and e[3] is not None:
+            if self.should_compute_output(3):
                 gm = sum_to(gs, self.mask_shape)
             # the scale on the (..., L, E) products, not on the larger (..., L, S) gs
-            if e[0] is not None:
+            if self.should_compute_output(0):
                 gq = sum_to((gs @ k) * self.scale, self.shapes[0])
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 gk = sum_to(_sum_heads((_t(gs) @ q) * self.scale, self.rep), self.shapes[1])
-        return (gq, gk, gv, gm) if len(e) > 3 else (gq, gk, gv)
+        return (gq, gk, gv, gm) if self.n_edges > 3 else (gq, gk, gv)
 
 
 def _repeat_tensor(x: Any, rep: int) -> Any:

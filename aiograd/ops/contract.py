@@ -234,8 +234,8 @@ class EinsumBackward0(Node):
         graph = g.__class__ is Tensor
         out: list[Any] = []
         values: list[Any] = [None] * len(self.terms)
-        for k, e in enumerate(self.next_edges):
-            if e is None:
+        for k in range(self.n_edges):
+            if not self.should_compute_output(k):
                 out.append(None)
                 continue
             for j in range(len(self.terms)):

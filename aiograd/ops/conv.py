@@ -198,7 +198,6 @@ class ConvolutionBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         G = self.groups
         w = unpack(self, self.w, graph)
         w2 = w.reshape(w.shape[0], -1)
@@ -207,45 +206,44 @@ class ConvolutionBackward0(Node):
         if self.by_position and not graph:
             return self._by_position(gy, w)
         if not self.transposed:
-            if e[0] is not None:
+            if self.should_compute_output(0):
                 gx = cols_to_image(_apply_wt(w2, gy, G), self.window).reshape(self.x_shape)
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 cols = self.cols
                 if graph or cols is None:
                     cols = image_to_cols(unpack(self, self.x, graph).reshape(self.x4), self.window)
                 else:
                     unpack(self, self.x, False)  # the in-place check
                 gw = _weight_grad(gy, cols, G).reshape(w.shape)
-            if len(e) > 2 and e[2] is not None:
+            if self.should_compute_output(2):
                 gb = np.sum(gy, axis=(0, 2))
         else:
-            gcols = image_to_cols(gy, self.window) if (e[0] is not None or e[1] is not None) else None
-            if e[0] is not None:
+            gcols = image_to_cols(gy, self.window) if (self.should_compute_output(0) or self.should_compute_output(1)) else None
+            if self.should_compute_output(0):
                 gx = _apply_w(w2, gcols, G).reshape(self.x_shape)
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 x3 = unpack(self, self.x, graph).reshape(self.x4)
                 gw = _weight_grad(x3, gcols, G).reshape(w.shape)
-            if len(e) > 2 and e[2] is not None:
+            if self.should_compute_output(2):
                 gb = np.sum(gy, axis=(0, 2, 3))
-        return (gx, gw, gb) if len(e) > 2 else (gx, gw)
+        return (gx, gw, gb) if self.n_edges > 2 else (gx, gw)
 
     def _by_position(self, gy: np.ndarray, w: np.ndarray) -> tuple[Any, ...]:
         """The three products as one BLAS call each (NOTE [Taps by position])."""
-        e = self.next_edges
         N, cout, L = gy.shape
         wk = _weight_by_tap(w.reshape(w.shape[:2] + self.window.k))
         gt = np.ascontiguousarray(gy.transpose(1, 2, 0)).reshape(cout, L * N)
         gx = gw = gb = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gx = add_taps(wk.T @ gt, self.window, N).reshape(self.x_shape)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             x = unpack(self, self.x, False)  # the in-place check
             cols = self.cols if self.cols is not None else taps_by_position(x.reshape(self.x4), self.window)
             kh, kw = self.window.k
             gw = (gt @ cols.T).reshape(cout, kh, kw, -1).transpose(0, 3, 1, 2).reshape(w.shape)
-        if len(e) > 2 and e[2] is not None:
+        if self.should_compute_output(2):
             gb = gt.sum(axis=1)
-        return (gx, gw, gb) if len(e) > 2 else (gx, gw)
+        return (gx, gw, gb) if self.n_edges > 2 else (gx, gw)
 
 
 def _weight_by_tap(w4: np.ndarray) -> np.ndarray:

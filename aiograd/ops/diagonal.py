@@ -106,21 +106,20 @@ class DiagonalScatterBackward0(_OnDiagonal):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
         gi: Any = None
         gs: Any = None
         if g.__class__ is Tensor:
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 gs = diagonal(g, self.offset, self.dim1, self.dim2)
-            if e[0] is not None:
+            if self.should_compute_output(0):
                 shape = diagonal_view(g._data, self.offset, self.dim1, self.dim2).shape
                 zeros = Tensor._wrap(np.zeros(shape, g._data.dtype), g._device)
                 gi = diagonal_scatter(g, zeros, self.offset, self.dim1, self.dim2)
             return gi, gs
         view = diagonal_view(g, self.offset, self.dim1, self.dim2)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             gs = view.copy()
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gi = np.array(g)
             diagonal_view(gi, self.offset, self.dim1, self.dim2)[...] = 0
         return gi, gs

@@ -22,6 +22,7 @@ from ..autograd.graph import (
     Saved,
     SavedArray,
     SavedOperand,
+    SavedTensor,
     Shape,
     link_one,
     record,
@@ -50,7 +51,7 @@ ELEMENTWISE = PointwiseTable("elementwise")
 
 def _saved_value(node: Node, s: Any, graph: bool) -> Any:
     """A saved operand: a saved tensor (unpacked with checks) or a Python scalar kept as is."""
-    if s.__class__ is tuple:
+    if isinstance(s, SavedTensor):
         return unpack(node, s, graph)
     if s is None:
         return unpack(node, None, graph)  # raises the "backward through the graph a second time" error
@@ -105,10 +106,9 @@ class DivBackward2(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
         return (
-            zeros_like_grad(g, self.a_shape) if e[0] is not None else None,
-            zeros_like_grad(g, self.b_shape) if e[1] is not None else None,
+            zeros_like_grad(g, self.a_shape) if self.should_compute_output(0) else None,
+            zeros_like_grad(g, self.b_shape) if self.should_compute_output(1) else None,
         )
 
 
@@ -229,10 +229,9 @@ class RemainderBackward1(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
-        ga = sum_to(g, self.a_shape) if e[0] is not None else None
+        ga = sum_to(g, self.a_shape) if self.should_compute_output(0) else None
         gb = None
-        if e[1] is not None:
+        if self.should_compute_output(1):
             q: Any = rounded_quotient(
                 _saved_value(self, self.a, False), _saved_value(self, self.b, False), self.rounding, self.dtype
             )
@@ -343,14 +342,13 @@ class PowBackward1(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         a = _saved_value(self, self.a, graph)
         b = _saved_value(self, self.b, graph)
         ga = gb = None
         # np.where and np.log reach aiograd's where/log in a create_graph pass (NOTE [One rule for both modes]).
-        if e[0] is not None:
+        if self.should_compute_output(0):
             ga = sum_to(np.where(b == 0, 0, g * (b * a ** (b - 1))), self.a_shape)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             out = unpack(self, self.out, graph)
             log_a = np.log(np.float64(a) if isinstance(a, (int, float)) else a)
             gb = sum_to(np.where((b >= 0) & (a == 0), 0, g * (out * log_a)), self.b_shape)
@@ -727,7 +725,6 @@ class ClampBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
-        e = self.next_edges
         x = _saved_value(self, self.x, False)
         lo = _saved_value(self, self.min, False) if self.has_min else None
         hi = _saved_value(self, self.max, False) if self.has_max else None
@@ -738,8 +735,8 @@ class ClampBackward0(Node):
         else:
             masks = (x <= hi, None, x > hi)
         return tuple(  # type: ignore[return-value]
-            sum_to(g * m, shape) if m is not None and edge is not None else None
-            for m, edge, shape in zip(masks, e, self.shapes)
+            sum_to(g * m, shape) if m is not None and self.should_compute_output(i) else None
+            for i, (m, shape) in enumerate(zip(masks, self.shapes))
         )
 
 
@@ -823,15 +820,14 @@ class WhereBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
-        e = self.next_edges
         cond = self.cond
         zero: Any = np.zeros((), dtype=g.dtype)
         pick: Any = np.where
         if g.__class__ is Tensor:
             zero = Tensor._wrap(zero, g._device)
             pick = where
-        ga = sum_to(pick(cond, g, zero), self.a_shape) if e[1] is not None else None
-        gb = sum_to(pick(cond, zero, g), self.b_shape) if e[2] is not None else None
+        ga = sum_to(pick(cond, g, zero), self.a_shape) if self.should_compute_output(1) else None
+        gb = sum_to(pick(cond, zero, g), self.b_shape) if self.should_compute_output(2) else None
         return None, ga, gb
 
 
@@ -886,10 +882,9 @@ class LerpBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
         w = self.weight
-        return (sum_to(g * (1 - w), self.a_shape) if e[0] is not None else None,
-                sum_to(g * w, self.b_shape) if e[1] is not None else None)
+        return (sum_to(g * (1 - w), self.a_shape) if self.should_compute_output(0) else None,
+                sum_to(g * w, self.b_shape) if self.should_compute_output(1) else None)
 
 
 class _ThreeOperandBackward(Node):
@@ -906,8 +901,8 @@ class _ThreeOperandBackward(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        return tuple(sum_to(self.grad(i, g, graph), self.shapes[i]) if edge is not None else None
-                     for i, edge in enumerate(self.next_edges))
+        return tuple(sum_to(self.grad(i, g, graph), self.shapes[i]) if self.should_compute_output(i) else None
+                     for i in range(self.n_edges))
 
 
 class LerpBackward1(_ThreeOperandBackward):

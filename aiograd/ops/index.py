@@ -445,22 +445,21 @@ class IndexPutBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
         ga: Any = None
         gv: Any = None
         if g.__class__ is Tensor:
-            if e[0] is not None:
+            if self.should_compute_output(0):
                 ga = g if self.accumulate else _put(g, self.index, 0.0, False, IndexPutBackward0)
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 gv = sum_to(getitem(g, self.index), self.values_shape)
             return ga, gv
-        if e[0] is not None:
+        if self.should_compute_output(0):
             if self.accumulate:
                 ga = g
             else:
                 ga = np.array(g)
                 ga[self.index] = 0
-        if e[1] is not None:
+        if self.should_compute_output(1):
             gv = sum_to(g[self.index], self.values_shape)
         return ga, gv
 

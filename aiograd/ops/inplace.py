@@ -175,20 +175,19 @@ class CopySlices(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
         gb: Any = None
         gr: Any = None
         if g.__class__ is Tensor:
             flat = g.reshape(-1)
-            if e[0] is not None:
+            if self.should_compute_output(0):
                 gb = _put(flat, (self.ids,), 0.0, False, IndexPutBackward0).reshape(self.base_shape)
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 gr = getitem(flat, (self.ids,))
             return gb, gr
         flat = g.reshape(-1)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             gr = flat[self.ids]
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gb = np.array(flat)
             gb[self.ids] = 0
             gb = gb.reshape(self.base_shape)
@@ -547,9 +546,8 @@ class FillBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
-        ga = _ew.zeros_like_grad(g) if e[0] is not None else None
-        gv = g.sum().reshape(self.value_shape) if e[1] is not None else None
+        ga = _ew.zeros_like_grad(g) if self.should_compute_output(0) else None
+        gv = g.sum().reshape(self.value_shape) if self.should_compute_output(1) else None
         return ga, gv
 
 
@@ -571,10 +569,9 @@ class CopyBackwards(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
-        ga = _ew.zeros_like_grad(g) if e[0] is not None else None
+        ga = _ew.zeros_like_grad(g) if self.should_compute_output(0) else None
         gs = None
-        if e[1] is not None:
+        if self.should_compute_output(1):
             gs = sum_to(g, self.src_shape)
             if gs.dtype != self.src_dtype:
                 gs = gs.to(self.src_dtype) if gs.__class__ is Tensor else gs.astype(self.src_dtype)

@@ -54,7 +54,7 @@ class CatBackward0(Node):
 
     def apply(self, grads: list[Any]) -> list[Any]:
         g = grads[0]
-        return [g[s] if e is not None else None for s, e in zip(self.slicers, self.next_edges)]
+        return [g[s] if self.should_compute_output(i) else None for i, s in enumerate(self.slicers)]
 
 
 class StackBackward0(CatBackward0):

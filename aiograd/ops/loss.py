@@ -53,12 +53,11 @@ class _PointwiseLossBackward(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         x = unpack(self, self.x, graph)
         t = unpack(self, self.t, graph)
         if self.reduction == "mean":
             g = g / self.count
-        want_x, want_t = e[0] is not None, len(e) > 1 and e[1] is not None
+        want_x, want_t = self.should_compute_output(0), self.should_compute_output(1)
         dx, dt = self.derivatives(x, t, want_x, want_t)
         if self.w is not None:
             g = g * self.w

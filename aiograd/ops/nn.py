@@ -129,15 +129,14 @@ class AddmmBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         gx = gw = gb = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gx = g @ unpack(self, self.w, graph)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             gw = np.swapaxes(g, 0, 1) @ unpack(self, self.x, graph)
-        if len(e) > 2 and e[2] is not None:
+        if self.should_compute_output(2):
             gb = np.sum(g, axis=0)
-        return (gx, gw, gb) if len(e) > 2 else (gx, gw)
+        return (gx, gw, gb) if self.n_edges > 2 else (gx, gw)
 
 
 class MmBackward0(AddmmBackward0):

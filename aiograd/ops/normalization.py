@@ -52,7 +52,6 @@ class _NormBackward(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         axes = self.axes
         x_shape = g.shape
         rstd: Any = self.rstd
@@ -73,7 +72,7 @@ class _NormBackward(Node):
             xhat = self.xhat if self.batch_stats else None
         w = unpack(self, self.w, graph).reshape(self.w_view) if self.w is not None else None
         gx = gw = gb = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gh = g * w if w is not None else g
             if self.batch_stats and not graph and _trailing(self.v_shape, axes):
                 gx = _input_grad_rows(gh, xhat, rstd, self.v_shape, axes)
@@ -84,7 +83,7 @@ class _NormBackward(Node):
                               - xhv * np.mean(ghv * xhv, axis=axes, keepdims=True))).reshape(x_shape)
             else:
                 gx = (gh.reshape(self.v_shape) * rstd).reshape(x_shape)
-        if len(e) > 1 and e[1] is not None:
+        if self.should_compute_output(1):
             if xhat is None:  # evaluation mode, ordinary pass: xhat from the saved input and constants
                 x = unpack(self, self.x, False)
                 xhat = ((x.reshape(self.v_shape) - self.xhat) * rstd).reshape(x_shape)
@@ -93,7 +92,7 @@ class _NormBackward(Node):
                 gw = np.einsum("ij,ij->j", g.reshape(-1, wsize), xhat.reshape(-1, wsize)).reshape(self.w_shape)
             else:
                 gw = _sum_to_weight(g * xhat, self.sum_axes, self.w_shape)
-        if len(e) > 2 and e[2] is not None:
+        if self.should_compute_output(2):
             gb = _sum_to_weight(g, self.sum_axes, self.w_shape)
         return gx, gw, gb
 

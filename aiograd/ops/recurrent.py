@@ -458,9 +458,8 @@ class RnnBackwardBase(Node):
         dx, dhx, dcx, dw_ih, dw_hh, db_ih, db_hh, dw_hr = res
         if not self.packed:
             dx = dx.reshape(in_shape)
-        e = self.next_edges
         out = [dx, dhx, dcx, dw_ih, dw_hh, db_ih, db_hh, dw_hr]
-        return tuple(v if e[k] is not None else None for k, v in enumerate(out))
+        return tuple(v if self.should_compute_output(k) else None for k, v in enumerate(out))
 
 
 def _as_tensor(g: Any) -> Tensor:

@@ -36,7 +36,7 @@ class _ZeroGradient(Node):
 
     def apply(self, grads: list[Any]) -> list[Any]:
         g = grads[0]
-        return [zeros_like_grad(g, s) if e is not None else None for s, e in zip(self.shapes, self.next_edges)]
+        return [zeros_like_grad(g, s) if self.should_compute_output(i) else None for i, s in enumerate(self.shapes)]
 
 
 class NormalBackward0(_ZeroGradient):

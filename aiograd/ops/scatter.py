@@ -247,9 +247,8 @@ class ScatterReduceBackward0(Node):
             gs = gather(shared, d, idx) * Tensor._wrap(src_is, grad.device)
         if not self.include_self:
             gi = scatter(gi, d, idx, 0.0)
-        e = self.next_edges
-        gi_out = (gi if graph else gi._data) if e[0] is not None else None
-        gs_out = (gs if graph else gs._data) if e[1] is not None else None
+        gi_out = (gi if graph else gi._data) if self.should_compute_output(0) else None
+        gs_out = (gs if graph else gs._data) if self.should_compute_output(1) else None
         return gi_out, gs_out
 
 
@@ -423,13 +422,12 @@ class MaskedFillBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
         mask = self.mask
-        if e[0] is None:
+        if not self.should_compute_output(0):
             gi = None
         else:  # a create_graph pass differentiates np.where (Tensor dispatch)
             gi = sum_to(np.where(mask, 0, g) if g.__class__ is Tensor else _filled(g, mask, 0), self.in_shape)
-        gv = np.where(mask, g, 0).sum().reshape(self.value_shape) if e[1] is not None else None
+        gv = np.where(mask, g, 0).sum().reshape(self.value_shape) if self.should_compute_output(1) else None
         return gi, gv
 
 
@@ -487,12 +485,11 @@ class MaskedScatterBackward0(Node):
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
-        e = self.next_edges
         gi: Any = None
         gs: Any = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gi = sum_to(np.where(self.mask, 0, g), self.in_shape)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             size = int(np.prod(self.source_shape))
             if g.__class__ is Tensor:
                 picked = getitem(g, self.mask)

@@ -392,10 +392,9 @@ class SparseAddmmBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         gs = gd = None
         pattern = self.pattern
-        if e[0] is not None:
+        if self.should_compute_output(0):
             d = unpack(self, self.d, graph)
             rows, cols = pattern.indices
             if graph:
@@ -403,7 +402,7 @@ class SparseAddmmBackward0(Node):
             else:
                 vals = np.einsum("ij,ij->i", g[rows], d[cols])
             gs = _from_values(pattern, vals)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             s = unpack(self, self.s, graph)
             gd = sparse_mm(s.t(), g) if graph else np.matmul(s.T, g)
         return gs, gd
@@ -440,12 +439,11 @@ class SparseSparseMatmulBackward0(Node):
         if g.__class__ is Tensor:
             raise NotImplementedError(f"{self.name()}: aiograd does not differentiate a product of two sparse "
                                       "matrices twice (create_graph=True)")
-        e = self.next_edges
         ga = gb = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             b = unpack(self, self.b, False)
             ga = _masked(_product_payload(g, b.T), self.a_pattern)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             a = unpack(self, self.a, False)
             gb = _masked(_product_payload(a.T, g), self.b_pattern)
         return ga, gb

@@ -81,9 +81,8 @@ class CdistBackward0(Node):
                 coef = np.sign(diff) * np.abs(diff) ** (p - 1) * scale
             full = coef * np.expand_dims(g, -1)
             g1, g2 = np.sum(full, axis=-2), -np.sum(full, axis=-3)
-        e = self.next_edges
-        return (sum_to(g1, self.x1_shape) if e[0] is not None else None,
-                sum_to(g2, self.x2_shape) if e[1] is not None else None)
+        return (sum_to(g1, self.x1_shape) if self.should_compute_output(0) else None,
+                sum_to(g2, self.x2_shape) if self.should_compute_output(1) else None)
 
 
 @LINALG.op(nodes=(CdistBackward0,), method=False)

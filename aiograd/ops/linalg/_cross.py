@@ -36,11 +36,10 @@ class LinalgCrossBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = graph_mode(g)
-        e = self.next_edges
         ga = gb = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             ga = sum_to(_cross_any(unpack(self, self.b, graph), g, self.dim), self.a_shape)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             gb = sum_to(_cross_any(g, unpack(self, self.a, graph), self.dim), self.b_shape)
         return ga, gb
 

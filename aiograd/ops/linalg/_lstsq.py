@@ -150,20 +150,19 @@ class LinalgLstsqBackward0(Node):
         if self.vector:
             b, x = np.expand_dims(b, -1), np.expand_dims(x, -1)
             gx = None if gx is None else np.expand_dims(gx, -1)
-        e = self.next_edges
         ga = gb = None
         if gx is not None:
             p = linalg_pinv(a) if is_graph(a) else pinv_array(a)
-            if e[0] is not None:
+            if self.should_compute_output(0):
                 ga = pinv_backward(np.matmul(gx, mT(b)), p, a)
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 gb = np.matmul(mT(p), gx)
         if gres is not None and gres.shape[-1] and x.shape[-2] < a.shape[-2]:
             wr = (np.matmul(a, x) - b) * np.expand_dims(gres, -2) * 2
-            if e[0] is not None:
+            if self.should_compute_output(0):
                 t = np.matmul(wr, mT(x))
                 ga = t if ga is None else ga + t
-            if e[1] is not None:
+            if self.should_compute_output(1):
                 gb = -wr if gb is None else gb - wr
         if ga is not None:
             ga = sum_to(ga, self.a_shape)

@@ -30,7 +30,6 @@ class MmBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
-        e = self.next_edges
         a_shape, b_shape = self.a_shape, self.b_shape
         a1 = len(a_shape) == 1
         b1 = len(b_shape) == 1
@@ -44,13 +43,13 @@ class MmBackward0(Node):
         else:
             g2 = g
         ga = gb = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             b = unpack(self, self.b, graph)
             b2 = b.reshape((b_shape[0], 1)) if b1 else b
             ga = np.matmul(g2, mT(b2))
             # a 1-D operand against a batched one: its gradient is summed over the batch dims
             ga = sum_to(ga, (1, a_shape[0])).reshape(a_shape) if a1 else sum_to(ga, a_shape)
-        if e[1] is not None:
+        if self.should_compute_output(1):
             a = unpack(self, self.a, graph)
             a2 = a.reshape((1, a_shape[0])) if a1 else a
             gb = np.matmul(mT(a2), g2)
@@ -282,16 +281,15 @@ class AddmmBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
         graph = graph_mode(g)
-        e = self.next_edges
         gi = gl = gr = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             gi = sum_to(g if self.beta == 1 else g * self.beta, self.input_shape)
         ga = g if self.alpha == 1 else g * self.alpha
         col = np.expand_dims(ga, -1) if self.vector else ga
-        if e[1] is not None:
+        if self.should_compute_output(1):
             right = unpack(self, self.right, graph)
             gl = np.matmul(col, mT(np.expand_dims(right, -1) if self.vector else right))
-        if e[2] is not None:
+        if self.should_compute_output(2):
             left = unpack(self, self.left, graph)
             gr = np.matmul(mT(left), col)
             if self.vector:

@@ -261,18 +261,17 @@ class LinalgSolveExBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = graph_mode(g)
-        e = self.next_edges
         a = unpack(self, self.a, graph)
         if self.vector:
             g = np.expand_dims(g, -1)
         gb = solve(mT(a), g) if self.left else mT(solve(a, mT(g)))
         ga = None
-        if e[0] is not None:
+        if self.should_compute_output(0):
             x = unpack(self, self.x, graph)
             if self.vector:
                 x = np.expand_dims(x, -1)
             ga = sum_to(-np.matmul(gb, mT(x)) if self.left else -np.matmul(mT(x), gb), self.a_shape)
-        if e[1] is None:
+        if not self.should_compute_output(1):
             return ga, None
         if self.vector:
             gb = gb.reshape(gb.shape[:-1])
