@@ -87,7 +87,6 @@ class Agent:
                 "aiograd_grads",
                 "aiograd_pass",
                 "aiograd_cancel_pass",
-                "aiograd_commit",
                 "aiograd_release",
                 "aiograd_peers",
                 "aiograd_rref_delete",
@@ -115,10 +114,12 @@ class Agent:
 
     def _context_from(self, meta: Any, caller: tuple[str, str]) -> DistContext:
         """The context a message names, created on first contact (NOTE [Context lifetime])."""
-        cid, origin_name, origin_address, origin_client = meta
+        cid, origin_name, origin_address, origin_client, commits = meta
         ctx = self.contexts.get(cid)
         if ctx is None:
             ctx = self.contexts[cid] = DistContext(cid, (origin_name, origin_address), origin_client)
+        elif commits:
+            ctx.learn_commits(commits)  # NOTE [Commits travel along]
         for name, address in (caller, (origin_name, origin_address)):
             if address != self.address:
                 ctx.add_peer(name, address)
@@ -126,7 +127,9 @@ class Agent:
 
     def debug_info(self) -> dict[str, int]:
         return {
-            "num_current_backward_passes": sum(1 for c in self.contexts.values() if c.part is not None),
+            # a part staged and waiting for its commit (NOTE [Commits travel along]) is no running pass
+            "num_current_backward_passes": sum(
+                1 for c in self.contexts.values() if c.part is not None and not c.part.task.done()),
             "num_autograd_contexts": len(self.contexts),
         }
 
@@ -309,6 +312,9 @@ class Agent:
             for peer_name, peer_address in reply.get("peers") or ():
                 if peer_address != self.address:
                     ctx.add_peer(peer_name, peer_address)
+            commits = reply.get("committed")
+            if commits:
+                ctx.learn_commits(commits)  # a pass the callee (or a process it called) initiated
         if kind == "remote":
             return None
         received = from_wire(reply["payload"])
@@ -374,7 +380,8 @@ class Agent:
                 except BaseException as e:
                     slot.fail(e)
                     raise
-                return {"peers": dctx.peer_list(me) if dctx is not None else None}
+                return {"peers": dctx.peer_list(me) if dctx is not None else None,
+                        "committed": dctx.meta()[4] if dctx is not None else None}
             value = await self.run_function(fn, args, kwargs)
         finally:
             _current_context.reset(token)
@@ -388,6 +395,7 @@ class Agent:
             "payload": to_wire(out),
             "message_id": result_id,
             "peers": dctx.peer_list(me) if dctx is not None else None,
+            "committed": dctx.meta()[4] if dctx is not None else None,
         }
 
     def _part_for(self, ctx_meta: Any, pass_id: int, retain_graph: bool, initiator: Any) -> Any:
@@ -397,6 +405,7 @@ class Agent:
         ctx = self.contexts.get(ctx_meta[0])
         if ctx is None:
             return None
+        ctx.learn_commits(ctx_meta[4])  # the previous pass's, before this one starts (NOTE [Commits travel along])
         if pass_id in ctx.finished_passes:
             return None
         part = ctx.part
@@ -428,10 +437,9 @@ class Agent:
             return {}  # the context never reached here, or the pass was cancelled meanwhile
         err = await part.outcome()
         if err is None:
-            if not part.staged:  # NOTE [Two-phase commit]: nothing to commit, so no commit message
+            if not part.staged:  # NOTE [Two-phase commit]: nothing to commit, so nothing to wait for
                 await self._end_part(ctx[0], pass_id, commit=True)
-                return {"committed": True}
-            return {}
+            return {}  # staged gradients wait for the news (NOTE [Commits travel along])
         await self._end_part(ctx[0], pass_id)
         if isinstance(err, asyncio.CancelledError):
             return {"cancelled": True}  # by the initiator, which waits no more
@@ -453,10 +461,6 @@ class Agent:
 
     async def _on_cancel_pass(self, ctx_id: int, pass_id: int) -> Any:
         await self._end_part(ctx_id, pass_id)
-        return {}
-
-    async def _on_commit(self, ctx_id: int, pass_id: int) -> Any:
-        await self._end_part(ctx_id, pass_id, commit=True)
         return {}
 
     async def _on_release(self, ctx_id: int) -> Any:
