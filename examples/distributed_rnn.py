@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -59,15 +60,28 @@ def _parameter_rrefs(module: nn.Module) -> list[dist.RRef]:
     return [dist.RRef(p) for p in module.parameters()]
 
 
+def _init_lock() -> Any:
+    """One lock per process for seeding and drawing initial weights.
+
+    The server builds the embedding table and the decoder at once, each on a
+    thread of its own (two ``dist.remote`` calls in flight), and aiograd's
+    default generator is shared by the threads: seeded and drawn under this
+    lock, each module gets the same weights as in one process. (torch's
+    example does not seed.)
+    """
+    return dist.worker_local("examples.distributed_rnn.init_lock", threading.Lock)
+
+
 class EmbeddingTable(nn.Module):
     """The encoding layer, kept on the parameter server."""
 
     def __init__(self, ntoken: int, ninp: int, dropout: float, seed: int) -> None:
         super().__init__()
-        ag.manual_seed(seed)
         self.drop = nn.Dropout(dropout)
-        self.encoder = nn.Embedding(ntoken, ninp, dtype=F64)
-        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
+        with _init_lock():
+            ag.manual_seed(seed)
+            self.encoder = nn.Embedding(ntoken, ninp, dtype=F64)
+            nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
 
     def forward(self, input: ag.Tensor) -> ag.Tensor:
         return self.drop(self.encoder(input))
@@ -78,19 +92,21 @@ class Decoder(nn.Module):
 
     def __init__(self, ntoken: int, nhid: int, dropout: float, seed: int) -> None:
         super().__init__()
-        ag.manual_seed(seed + 1)
         self.drop = nn.Dropout(dropout)
-        self.decoder = nn.Linear(nhid, ntoken, dtype=F64)
-        nn.init.zeros_(self.decoder.bias)
-        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
+        with _init_lock():
+            ag.manual_seed(seed + 1)
+            self.decoder = nn.Linear(nhid, ntoken, dtype=F64)
+            nn.init.zeros_(self.decoder.bias)
+            nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
 
     def forward(self, output: ag.Tensor) -> ag.Tensor:
         return self.decoder(self.drop(output))
 
 
 def make_lstm(ninp: int, nhid: int, nlayers: int, dropout: float, seed: int) -> nn.LSTM:
-    ag.manual_seed(seed + 2)
-    return nn.LSTM(ninp, nhid, nlayers, dropout=dropout, dtype=F64)
+    with _init_lock():
+        ag.manual_seed(seed + 2)
+        return nn.LSTM(ninp, nhid, nlayers, dropout=dropout, dtype=F64)
 
 
 class RNNModel(nn.Module):
