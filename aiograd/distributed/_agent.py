@@ -24,8 +24,11 @@ import contextvars
 import functools
 import inspect
 import itertools
+import queue
 import re
 import secrets
+import threading
+import time
 from typing import Any, Callable
 
 from ..autograd import grad_mode as _gm
@@ -38,6 +41,80 @@ from .context import DistContext
 __all__ = ["Agent", "natural_key", "LOST_KEPT_S"]
 
 LOST_KEPT_S = 60.0  # how long a departed process's name and lost-future are kept (NOTE [Deadlines and lost workers])
+
+
+class _Threads:
+    """The threads that run plain remote functions (NOTE [Blocking calls]): a thread per call at once.
+
+    An idle thread takes the next call; a new one starts when none is idle,
+    so calls that block (``rpc_sync`` waiting on another call to this
+    process) never wait for a free thread. A queue and one
+    ``call_soon_threadsafe`` per result: about half the CPU time of
+    ``loop.run_in_executor`` (no concurrent Future, no chained futures).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.idle = 0
+        self.threads: list[threading.Thread] = []
+
+    def submit(self, fn: Callable[[], Any]) -> "asyncio.Future[Any]":
+        fut = self.loop.create_future()
+        with self.lock:
+            start = self.idle == 0
+            if not start:
+                self.idle -= 1
+        if start:
+            t = threading.Thread(target=self._serve, name=f"aiograd-dist-call-{len(self.threads)}", daemon=True)
+            self.threads.append(t)
+            t.start()
+        self.queue.put((fn, fut))
+        return fut
+
+    def _serve(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            fn, fut = item
+            error: BaseException | None = None
+            try:
+                value = fn()
+            except StopIteration as e:  # a future cannot hold it
+                value, error = None, RuntimeError(f"the remote function raised StopIteration: {e!r}")
+            except BaseException as e:
+                value, error = None, e
+            del fn, item
+            try:
+                self.loop.call_soon_threadsafe(_settle, fut, value, error)
+            except RuntimeError:
+                return  # the loop is closed: nobody waits any more
+            del fut, value, error
+            with self.lock:
+                self.idle += 1
+
+    def close(self) -> None:
+        """Stop the idle threads now and the busy ones when their call returns."""
+        for _ in self.threads:
+            self.queue.put(None)
+        deadline = time.monotonic() + 0.5
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+def _settle(fut: "asyncio.Future[Any]", value: Any, error: BaseException | None) -> None:
+    if fut.cancelled():
+        return
+    if error is not None:
+        fut.set_exception(error)
+    else:
+        fut.set_result(value)
+
+
+def _on_lost(stop: Callable[[str], None], _: Any) -> None:
+    stop("lost")
 
 
 def natural_key(name: str) -> list[Any]:
@@ -79,6 +156,7 @@ class Agent:
         self._prefix = secrets.randbits(31) << 32
         self._counter = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
+        self._threads = _Threads(self.loop)
         self.closed = False
         self.handlers: dict[str, Callable[..., Any]] = {
             name: self._handler(getattr(self, "_on_" + name[len("aiograd_"):]))
@@ -87,7 +165,6 @@ class Agent:
                 "aiograd_grads",
                 "aiograd_pass",
                 "aiograd_cancel_pass",
-                "aiograd_commit",
                 "aiograd_release",
                 "aiograd_peers",
                 "aiograd_rref_delete",
@@ -115,10 +192,12 @@ class Agent:
 
     def _context_from(self, meta: Any, caller: tuple[str, str]) -> DistContext:
         """The context a message names, created on first contact (NOTE [Context lifetime])."""
-        cid, origin_name, origin_address, origin_client = meta
+        cid, origin_name, origin_address, origin_client, commits = meta
         ctx = self.contexts.get(cid)
         if ctx is None:
             ctx = self.contexts[cid] = DistContext(cid, (origin_name, origin_address), origin_client)
+        elif commits:
+            ctx.learn_commits(commits)  # NOTE [Commits travel along]
         for name, address in (caller, (origin_name, origin_address)):
             if address != self.address:
                 ctx.add_peer(name, address)
@@ -126,7 +205,9 @@ class Agent:
 
     def debug_info(self) -> dict[str, int]:
         return {
-            "num_current_backward_passes": sum(1 for c in self.contexts.values() if c.part is not None),
+            # a part staged and waiting for its commit (NOTE [Commits travel along]) is no running pass
+            "num_current_backward_passes": sum(
+                1 for c in self.contexts.values() if c.part is not None and not c.part.task.done()),
             "num_autograd_contexts": len(self.contexts),
         }
 
@@ -239,22 +320,32 @@ class Agent:
         limit = self.rpc_timeout if timeout is None else float(timeout)
         self.traffic["messages"] += 1
         call = asyncio.ensure_future(getattr(self.pool(address), op)(**msg))
+        # The deadline and the departure cancel the call from callbacks: cheaper than a
+        # wait() over two futures, and the reply is read as soon as it is there.
+        why: list[str] = []
+
+        def stop(reason: str) -> None:
+            if not call.done():
+                why.append(reason)
+                call.cancel()
+
+        timer = self.loop.call_later(limit, stop, "deadline")
+        on_lost = functools.partial(_on_lost, stop)
+        lost.add_done_callback(on_lost)
         try:
-            await asyncio.wait((call, lost), timeout=limit, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            call.cancel()
-            await asyncio.gather(call, return_exceptions=True)
-            raise
-        if call.done():
-            try:
-                reply = call.result()
-            except OSError as e:  # CommClosedError, refused or reset connections
-                raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
+            reply = await call
+        except asyncio.CancelledError:
+            if not why:
+                raise  # the caller was cancelled (the call was, with it)
+        except OSError as e:  # CommClosedError, refused or reset connections
+            raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
+        else:
             self._unresponsive.discard(address)
             return reply
-        call.cancel()
-        await asyncio.gather(call, return_exceptions=True)
-        if lost.done():
+        finally:
+            timer.cancel()
+            lost.remove_done_callback(on_lost)
+        if why[0] == "lost" or lost.done():
             raise WorkerLostError(name, "it left the cluster")
         self._unresponsive.add(address)  # NOTE [Releasing past a failed peer]
         raise TimeoutError(f"RPC to {name} ({op}) ran for more than the set timeout ({limit:g} s)")
@@ -274,48 +365,42 @@ class Agent:
         """Run ``fn(*args, **kwargs)`` at ``address`` inside ``ctx``; Send/Recv recorded for tensors with grad."""
         from ._wire import encode, from_wire, to_wire
 
-        payload, crossing = encode((fn, args, kwargs), with_grad=ctx is not None and _gm.is_grad_enabled())
+        # NOTE [One pickle per call]: the call's header (who calls, in which context, the message
+        # and RRef ids) travels inside the payload's pickle, beside the function and its arguments,
+        # and the reply's inside the result's: a Dask message of one field, which Dask's sizeof
+        # (run on every message it writes) and msgpack walk in no time.
+        message_id = self.new_id() if ctx is not None else None
+        header = (kind, self.name, self.address, self.client_id, ctx.meta() if ctx is not None else None,
+                  message_id, rref_id)
+        payload, sent = encode((header, fn, args, kwargs), with_grad=ctx is not None and _gm.is_grad_enabled())
         for rref in payload.rrefs:  # an RRef reaches its owner only after its value is made there
             await rref._created()
-        message_id = None
-        if crossing:
-            assert ctx is not None
-            message_id = self.new_id()
-            record_send(ctx, message_id, crossing)
+        if sent:
+            assert ctx is not None and message_id is not None
+            record_send(ctx, message_id, sent)
         name = self.names.get(address, address)
         if ctx is not None and address != self.address:
             ctx.add_peer(name, address)
         self.traffic["bytes_out"] += payload.nbytes
         try:
-            reply = await self.request(
-                address,
-                "aiograd_call",
-                timeout=timeout,
-                kind=kind,
-                caller=(self.name, self.address),
-                client=self.client_id,
-                ctx=ctx.meta() if ctx is not None else None,
-                message_id=message_id,
-                rref_id=rref_id,
-                payload=to_wire(payload),
-            )
+            reply = await self.request(address, "aiograd_call", timeout=timeout, p=to_wire(payload))
             if "error" in reply:
                 raise rebuild_exception(reply["error"])
+            received = from_wire(reply["p"])
+            self.traffic["bytes_in"] += received.nbytes
+            (value, result_id, peers, commits), crossing = received.decode()
         except BaseException:
-            if message_id is not None:
+            if sent and message_id is not None:
                 ctx.send_functions.pop(message_id, None)  # type: ignore[union-attr]
             raise
         if ctx is not None:
-            for peer_name, peer_address in reply.get("peers") or ():
+            for peer_name, peer_address in peers or ():
                 if peer_address != self.address:
                     ctx.add_peer(peer_name, peer_address)
-        if kind == "remote":
-            return None
-        received = from_wire(reply["payload"])
-        self.traffic["bytes_in"] += received.nbytes
-        value, crossing = received.decode()
-        if crossing and ctx is not None:
-            record_recv(ctx, (name, address), reply["message_id"], crossing)
+            if commits:
+                ctx.learn_commits(commits)  # a pass the callee (or a process it called) initiated
+            if crossing:
+                record_recv(ctx, (name, address), result_id, crossing)
         return value
 
     # ----- handlers in ---------------------------------------------------------------------
@@ -340,55 +425,52 @@ class Agent:
         return handle
 
     async def run_function(self, fn: Any, args: Any, kwargs: Any) -> Any:
-        """Run a remote function: ``async def`` ones on this loop, plain ones on a thread of the
-        loop's executor with this coroutine's context variables (the loop keeps serving)."""
+        """Run a remote function: ``async def`` ones on this loop, plain ones on a thread (``_Threads``)
+        with this coroutine's context variables (the loop keeps serving)."""
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
             return await fn(*args, **kwargs)
         run = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        result = await self.loop.run_in_executor(None, run)
+        result = await self._threads.submit(run)
         if inspect.isawaitable(result):
             result = await result
         return result
 
-    async def _on_call(
-        self, kind: str, caller: Any, client: str | None, ctx: Any, message_id: int | None, rref_id: int | None,
-        payload: Any,
-    ) -> Any:
+    async def _on_call(self, p: Any) -> Any:
         from ._wire import encode, from_wire, to_wire
 
-        caller = (str(caller[0]), str(caller[1]))
+        (header, fn, args, kwargs), crossing = from_wire(p).decode()  # NOTE [One pickle per call]
+        kind, caller_name, caller_address, client, ctx, message_id, rref_id = header
+        caller = (str(caller_name), str(caller_address))
         self.names[caller[1]] = caller[0]
         if client is not None:
             self.clients[client] = caller[1]
         dctx = self._context_from(ctx, caller) if ctx is not None else None
-        (fn, args, kwargs), crossing = from_wire(payload).decode()
         if crossing and dctx is not None:
-            record_recv(dctx, caller, message_id, crossing)  # type: ignore[arg-type]
+            record_recv(dctx, caller, message_id, crossing)
         me = (self.name, self.address)
         token = _current_context.set(dctx)
         try:
             if kind == "remote":
-                slot = self.rrefs.slot(rref_id, caller[1])  # type: ignore[arg-type]
+                slot = self.rrefs.slot(rref_id, caller[1])
                 try:
                     slot.resolve(await self.run_function(fn, args, kwargs))
                 except BaseException as e:
                     slot.fail(e)
                     raise
-                return {"peers": dctx.peer_list(me) if dctx is not None else None}
-            value = await self.run_function(fn, args, kwargs)
+                value = None
+            else:
+                value = await self.run_function(fn, args, kwargs)
         finally:
             _current_context.reset(token)
-        out, crossing = encode(value, with_grad=dctx is not None)
-        result_id = None
+        result_id = self.new_id() if dctx is not None else None
+        peers = commits = None
+        if dctx is not None:
+            peers, commits = dctx.peer_list(me), dctx.meta()[4]
+        out, crossing = encode((value, result_id, peers, commits), with_grad=dctx is not None)
         if crossing:
-            assert dctx is not None
-            result_id = self.new_id()
+            assert dctx is not None and result_id is not None
             record_send(dctx, result_id, crossing)
-        return {
-            "payload": to_wire(out),
-            "message_id": result_id,
-            "peers": dctx.peer_list(me) if dctx is not None else None,
-        }
+        return {"p": to_wire(out)}
 
     def _part_for(self, ctx_meta: Any, pass_id: int, retain_graph: bool, initiator: Any) -> Any:
         """This process's part of pass ``pass_id``, started by whichever message arrives first."""
@@ -397,6 +479,7 @@ class Agent:
         ctx = self.contexts.get(ctx_meta[0])
         if ctx is None:
             return None
+        ctx.learn_commits(ctx_meta[4])  # the previous pass's, before this one starts (NOTE [Commits travel along])
         if pass_id in ctx.finished_passes:
             return None
         part = ctx.part
@@ -428,10 +511,9 @@ class Agent:
             return {}  # the context never reached here, or the pass was cancelled meanwhile
         err = await part.outcome()
         if err is None:
-            if not part.staged:  # NOTE [Two-phase commit]: nothing to commit, so no commit message
+            if not part.staged:  # NOTE [Two-phase commit]: nothing to commit, so nothing to wait for
                 await self._end_part(ctx[0], pass_id, commit=True)
-                return {"committed": True}
-            return {}
+            return {}  # staged gradients wait for the news (NOTE [Commits travel along])
         await self._end_part(ctx[0], pass_id)
         if isinstance(err, asyncio.CancelledError):
             return {"cancelled": True}  # by the initiator, which waits no more
@@ -453,10 +535,6 @@ class Agent:
 
     async def _on_cancel_pass(self, ctx_id: int, pass_id: int) -> Any:
         await self._end_part(ctx_id, pass_id)
-        return {}
-
-    async def _on_commit(self, ctx_id: int, pass_id: int) -> Any:
-        await self._end_part(ctx_id, pass_id, commit=True)
         return {}
 
     async def _on_release(self, ctx_id: int) -> Any:
@@ -567,3 +645,4 @@ class Agent:
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        self._threads.close()

@@ -25,13 +25,16 @@ run, its queue is empty and its outgoing gradients were acknowledged. No
 pass waits for a message that never comes, and none ends early.
 
 NOTE [Two-phase commit]: a part keeps its leaf gradients staged until the
-initiator has heard that every part succeeded; then it tells each process to
-commit them into its context. A part that staged no gradient (a process with
-no leaf of the graph, as the workers of a data-parallel step whose
-parameters live on the driver) has nothing to commit or undo: it ends itself
-when it reports success, and gets no commit message. A pass that fails or is cancelled anywhere
-changes no context's gradients, as a local backward leaves ``.grad``.
-Cancelling the initiator's ``backward`` cancels every part.
+initiator has heard that every part succeeded; then the pass is committed:
+the initiator's own part at once, the others' when the next message of the
+context reaches them (NOTE [Commits travel along] in context.py: no commit
+message of its own). A part that staged no gradient (a process with no leaf
+of the graph, as the workers of a data-parallel step whose parameters live on
+the driver) has nothing to commit or undo: it ends itself when it reports
+success. A pass that fails or is cancelled anywhere is cancelled on every
+process before ``backward`` raises, and changes no context's gradients, as a
+local backward leaves ``.grad``. Cancelling the initiator's ``backward``
+cancels every part.
 """
 
 from __future__ import annotations
@@ -258,9 +261,12 @@ async def _backward(context_id: int, roots: Sequence[Tensor], retain_graph: bool
     except BaseException:
         await run_shielded(_abort(agent, ctx, part, participants, calls))
         raise
-    # A part that staged no gradient ended itself when it replied: it needs no commit message.
-    to_commit = {a: n for a, n in participants.items() if not calls[a].result().get("committed")}
-    await run_shielded(_commit(agent, ctx, part, to_commit))
+    # No commit message: the other parts commit when the news reaches them (NOTE [Commits travel along]).
+    ctx.finished_passes.add(pass_id)
+    if ctx.part is part:
+        ctx.part = None
+    part.commit()
+    ctx.committed.append(pass_id)
 
 
 async def _abort(
@@ -278,17 +284,3 @@ async def _abort(
         *(agent.request(a, "aiograd_cancel_pass", ctx_id=ctx.id, pass_id=part.pass_id) for a in participants),
         return_exceptions=True,
     )
-
-
-async def _commit(agent: "Agent", ctx: DistContext, part: Part, participants: dict[str, str]) -> None:
-    ctx.finished_passes.add(part.pass_id)
-    if ctx.part is part:
-        ctx.part = None
-    part.commit()
-    replies = await asyncio.gather(
-        *(agent.request(a, "aiograd_commit", ctx_id=ctx.id, pass_id=part.pass_id) for a in participants),
-        return_exceptions=True,
-    )
-    for r in replies:
-        if isinstance(r, BaseException):
-            raise r

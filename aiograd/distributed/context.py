@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DistContext", "context", "get_gradients", "debug_info"]
 
+COMMITS_CARRIED = 4  # the latest committed pass ids a message carries (NOTE [Commits travel along])
+
 
 class DistContext:
     """One autograd context as one process knows it (torch's DistAutogradContext)."""
@@ -44,6 +46,7 @@ class DistContext:
         "grads",
         "part",
         "finished_passes",
+        "committed",
     )
 
     def __init__(self, context_id: int, origin: tuple[str, str], origin_client: str | None) -> None:
@@ -56,10 +59,40 @@ class DistContext:
         self.grads: dict[Tensor, np.ndarray] = {}  # leaf -> gradient (DistAccumulateGradCaptureHook's target)
         self.part: Part | None = None  # this process's share of the backward pass running now
         self.finished_passes: set[int] = set()  # passes over here: late messages for them are dropped
+        self.committed: list[int] = []  # passes known to have succeeded everywhere (NOTE [Commits travel along])
 
     def meta(self) -> tuple[Any, ...]:
-        """What a message carries so its receiver can find or create this context."""
-        return (self.id, self.origin[0], self.origin[1], self.origin_client)
+        """What a message carries so its receiver can find or create this context, and the latest commits."""
+        return (self.id, self.origin[0], self.origin[1], self.origin_client, tuple(self.committed[-COMMITS_CARRIED:]))
+
+    def learn_commits(self, pass_ids: Any) -> None:
+        """Passes another process says succeeded everywhere: commit this process's part of them.
+
+        NOTE [Commits travel along]: the initiator of a successful pass sends no
+        commit message. It records the pass in ``committed``, and every later
+        message of the context (calls, their replies, the messages of the next
+        pass) carries the latest such ids; a process that staged gradients for
+        one of them commits them when the message arrives, before anything else
+        of the message runs. Whatever reads a process's gradients after a pass
+        (``get_gradients`` in a remote function, ``DistributedOptimizer.step``)
+        runs because a message of the context reached that process after the
+        pass ended at its initiator, so the news arrives with it or before; and
+        leaving the context releases a part still staged with the context. So a
+        context's end is one message per process (the release), and a pass
+        ends without a second round of messages. Every pass goes to every
+        process of the context, whose pass message carries the previous
+        commits: the latest few ids suffice.
+        """
+        for pid in pass_ids:
+            if pid in self.committed:
+                continue
+            self.committed.append(pid)
+            self.finished_passes.add(pid)
+            part = self.part
+            if part is not None and part.pass_id == pid and part.task.done() and not part.task.cancelled() \
+                    and part.task.exception() is None:
+                self.part = None
+                part.commit()
 
     def add_peer(self, name: str, address: str) -> None:
         self.peers[address] = name

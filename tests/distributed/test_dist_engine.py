@@ -145,6 +145,26 @@ async def test_leaves_on_a_worker_get_their_gradients_there(dist_cluster: str) -
         assert await holder.rpc_async().w_grad_attribute() is None
 
 
+async def grad_of_w_through(holder: dist.RRef, context_id: int) -> object:
+    """Runs on a worker: asks the holder's owner (another worker) for its gradient of w."""
+    return await holder.rpc_async().grad_of_w(context_id)
+
+
+async def test_a_worker_reached_only_through_another_sees_the_committed_gradient(dist_cluster: str) -> None:
+    # NOTE [Commits travel along]: no commit message; the news reaches worker1 through worker0's call.
+    holder = dist.remote("worker1", Holder)
+    w_local = (await holder.to_here()).w
+    x = ag.randn(2, 3, dtype=F64, requires_grad=True)
+    (gw,) = await ag.grad((x @ w_local).tanh().sum() * 3.0, [w_local])
+    async with dist.context() as cid:
+        out = await holder.rpc_async().forward(x)
+        await dist.backward(cid, [out.sum()], retain_graph=True)
+        await dist.backward(cid, [out.sum() * 2.0])  # the second pass commits the first on the way
+        assert (await workers_state())["worker1"]["num_current_backward_passes"] == 0
+        got = await dist.rpc_async("worker0", grad_of_w_through, args=(holder, cid))
+        np.testing.assert_allclose(got, gw.numpy(), atol=1e-12)
+
+
 async def test_retain_graph_then_again_adds_up(dist_cluster: str) -> None:
     x, w, v = leaves()
     expected = await local_grads(x, w, v)

@@ -99,3 +99,13 @@ async def test_synchronous_rref_pipeline_equals_one_process(dask_cluster: str) -
     assert result["max_param_diff"] < 1e-10, result
     assert len(result["losses"]) == 3
     await all_released(dask_cluster)
+
+
+@pytest.mark.asyncio
+async def test_rnn_with_embedding_and_decoder_on_a_parameter_server_equals_one_process(dask_cluster: str) -> None:
+    result = await example("rnn").main(dask_cluster, epochs=1, batches=3)
+    assert result["max_grad_diff"] < 1e-10, result
+    assert result["max_param_diff"] < 1e-10, result
+    assert all(abs(g).max() > 0 for g in result["first_grads"])  # every LSTM parameter got its gradient here
+    assert len(result["losses"]) == 3 and result["losses"][-1] < result["losses"][0]
+    await all_released(dask_cluster)

@@ -113,3 +113,50 @@ async def test_a_synchronous_trainer_on_a_worker_matches_local_training(dist_clu
     np.testing.assert_allclose(losses, expected, rtol=1e-12)
     final = await server.to_here()
     np.testing.assert_allclose(final.weight.detach().numpy(), local.weight.detach().numpy(), rtol=1e-12)
+
+
+# ----- messages of a step (NOTE [Commits travel along]) ---------------------------------------------
+
+
+async def test_a_model_parallel_step_sends_one_message_per_worker_after_backward(dist_cluster: str) -> None:
+    from aiograd.distributed._state import current_agent
+
+    agent = current_agent()
+    remote_layers = [dist.remote("worker0", make_layer, args=(1,)), dist.remote("worker1", make_layer, args=(2,))]
+    params = [p for r in remote_layers for p in await dist.parameter_rrefs(r)]
+    opt = dist.DistributedOptimizer(ag.optim.SGD, params, lr=0.1)
+    local_layers = [make_layer(1), make_layer(2)]
+    local_opt = ag.optim.SGD([p for m in local_layers for p in m.parameters()], lr=0.1)
+    x = ag.tensor(np.linspace(-1, 1, 12).reshape(4, 3))
+    ops: list[str] = []
+    request = agent.request
+
+    async def counted(address: str, op: str, **msg: object) -> object:
+        ops.append(op)
+        return await request(address, op, **msg)
+
+    agent.request = counted  # type: ignore[method-assign]
+    try:
+        for step in range(3):
+            del ops[:]
+            before = agent.traffic["messages"]
+            async with dist.context() as cid:
+                h = await remote_layers[0].rpc_async().forward(x)
+                h = await dist.rpc_async("worker1", _forward_tanh_then, args=(remote_layers[1], h))
+                await dist.backward(cid, [h.sum()])
+                await opt.step(cid)  # reads the workers' gradients: the commit came with this call
+            if step > 0:  # the first step also creates the optimizers on the workers
+                assert agent.traffic["messages"] - before == len(ops) == 10
+                # Per step from the driver: 2 forward calls, 2 passes, h's gradients to the 2 workers that
+                # sent it, 2 optimizer steps and 2 releases; no commit message (12 requests with them).
+                assert sorted(ops) == sorted(["aiograd_call"] * 4 + ["aiograd_pass", "aiograd_grads",
+                                                                      "aiograd_release"] * 2)
+            local_opt.zero_grad()
+            await local_layers[1](local_layers[0](x).tanh()).sum().backward()
+            local_opt.step()
+    finally:
+        del agent.request
+    fetched = [await r.to_here() for r in remote_layers]
+    for got, want in zip(fetched, local_layers):
+        for a, b in zip(got.parameters(), want.parameters()):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), atol=1e-12)

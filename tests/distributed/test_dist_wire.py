@@ -58,7 +58,7 @@ def test_small_values_travel_inline_and_large_ones_as_frames() -> None:
 
     small, _ = encode(ag.ones(4), with_grad=False)
     big, _ = encode(ag.ones(INLINE_BYTES // 4 + 1), with_grad=False)
-    assert all(isinstance(f, bytes) for f in to_wire(small))
+    assert isinstance(to_wire(small), bytes)  # one frame: the small array is inside the pickle
     assert isinstance(to_wire(big), Serialize)
     t, _ = from_wire(to_wire(small)).decode()
     np.testing.assert_array_equal(t.numpy(), np.ones(4, np.float32))
@@ -90,3 +90,23 @@ def test_functions_by_value_stay_by_value_with_the_by_reference_cache(tmp_path: 
         assert g(1) == 2
     finally:
         sys.modules.pop("aiograd_wire_cache_probe", None)
+
+
+@pytest.mark.parametrize("arr", [
+    np.arange(12.0).reshape(3, 4), np.asfortranarray(np.arange(12, dtype=np.int32).reshape(3, 4)),
+    np.arange(20.0)[::3], np.array(2.5), np.zeros((0, 3), np.float32), np.array([True, False]),
+    np.array([1 + 2j], np.complex64), np.arange(6, dtype=">i2").reshape(2, 3),
+], ids=["c", "fortran", "strided", "0d", "empty", "bool", "complex", "big-endian"])
+def test_small_arrays_travel_inside_the_pickle_with_dtype_shape_and_order(arr: np.ndarray) -> None:
+    # NOTE [Small arrays]: no frame of their own, rebuilt writable, one array for two tensors.
+    t = ag.tensor(arr)
+    payload, _ = encode((t, t.detach(), arr), with_grad=False)
+    assert len(payload.frames) == 1
+    (a, b, c), _ = payload.decode()
+    for got in (a._data, c):
+        assert got.dtype == arr.dtype and got.shape == arr.shape and got.flags.writeable
+        np.testing.assert_array_equal(got, arr)
+    for got, sent in ((a._data, t._data), (c, arr)):  # the memory order too, as numpy's pickling keeps it
+        fortran = [x.flags.f_contiguous and not x.flags.c_contiguous for x in (got, sent)]
+        assert fortran[0] == fortran[1] and (got.flags.c_contiguous or got.flags.f_contiguous)
+    assert (b._data is a._data) == (t.detach()._data is t._data)
