@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -86,7 +86,19 @@ def test_the_constructor_sets_each_field_and_release_clears_the_saved_ones(cls: 
             assert getattr(node, f) is v, f"{f} (not Saved*) was changed by release_variables"
 
 
-@lru_cache(maxsize=None)
+def _source_file(cls: type) -> str:
+    """The file of the class statement: where its methods' code is (a generated module may
+    define classes for another module's namespace), else its module's file."""
+    for value in vars(cls).values():
+        code = getattr(value, "__code__", None)
+        if code is not None and not code.co_filename.startswith("<"):
+            return str(code.co_filename)
+    path = inspect.getsourcefile(sys.modules[cls.__module__])
+    assert path is not None
+    return path
+
+
+@cache
 def _classes_in(path: str) -> dict[str, ast.ClassDef]:
     tree = ast.parse(Path(path).read_text())
     return {n.name: n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
@@ -107,8 +119,7 @@ def _annotated(node: ast.ClassDef) -> list[tuple[str, str]]:
 def test_a_class_statement_with_fields_writes_its_constructor_and_release(cls: type[Node]) -> None:
     """The class statement itself defines ``__init__`` when it declares fields, and
     ``release_variables`` when it declares a ``Saved*`` field: nothing is made at import."""
-    path = inspect.getsourcefile(sys.modules[cls.__module__])
-    assert path is not None
+    path = _source_file(cls)
     node = _classes_in(path).get(cls.__name__)
     if node is None:
         # made by ``type()`` (autograd.Function's backward classes, resample's separable

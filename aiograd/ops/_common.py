@@ -193,7 +193,8 @@ def checked(fn: F, same_device: bool = True) -> F:
     if getattr(fn, "checks_operands", False):  # an op that checks its own (the pointwise templates')
         return fn
     name = wrapper_name(fn, same_device)
-    WRAPPED[name] = (fn, same_device)
+    if WRAPPED.setdefault(name, (fn, same_device))[0] is not fn:
+        raise RuntimeError(f"{fn.__module__}.{fn.__qualname__}: another forward has the public wrapper name {name!r}")
     make = getattr(_checked, name, None)
     if make is None:
         if any(tensor_hint(p.annotation) is not None for p in inspect.signature(fn).parameters.values()):

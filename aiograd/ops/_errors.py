@@ -15,7 +15,7 @@ import numpy as np
 from ..device import Device
 from ..tensor import Tensor
 
-__all__ = ["operand_error", "common_device"]
+__all__ = ["common_device", "operand_error"]
 
 
 def _describe(x: Any) -> str:

@@ -29,8 +29,9 @@ import inspect
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ._common import WRAPPED, tensor_hint
 
@@ -129,6 +130,8 @@ def _device_check(tensors: list[tuple[str, bool]], indent: str) -> list[str]:
 def _wrappers(name: str, fn: Callable[..., Any], same_device: bool, imports: set[str]) -> list[str]:
     """The factory (and method factory) for forward ``fn``, or [] when it needs no wrapper."""
     where = f"{fn.__module__}.{fn.__qualname__}"
+    if not name.isidentifier():
+        raise RuntimeError(f"{where}: a forward made by a factory needs a plain __qualname__ (its name)")
     sig = inspect.signature(fn)
     params: list[str] = []
     call: list[str] = []
