@@ -176,6 +176,16 @@ class CheckpointBackward(Node):
     # job, and the engine awaits it only on the path of nodes that may not leave the loop.
     _offloadable = False
 
+    def __init__(self, run: SavedRun, rng_state: Any, out_positions: list[int], boundary: tuple[Edge, ...]) -> None:
+        Node.__init__(self)
+        self.run = run
+        self.rng_state = rng_state
+        self.out_positions = out_positions
+        self.boundary = boundary
+
+    def release_variables(self) -> None:
+        self.run = None
+
     def apply(self, grads: list[Any]) -> Any:
         return self._apply(grads)
 

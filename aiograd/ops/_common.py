@@ -13,6 +13,7 @@ and higher-order gradients need no second implementation.
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -21,6 +22,8 @@ from .._sparse import SparseCOO
 from ..autograd import grad_mode as _gm
 from ..device import Device
 from ..tensor import Tensor, get_default_dtype, new_tensor
+from . import _checked
+from ._errors import common_device, operand_error
 
 __all__ = [
     "as_tensor_operand",
@@ -97,18 +100,6 @@ def is_operand(x: Any) -> bool:
     return False
 
 
-def _describe(x: Any) -> str:
-    if isinstance(x, (np.ndarray, np.generic)):
-        return f"{type(x).__name__} of dtype {x.dtype}"
-    return type(x).__name__
-
-
-def operand_error(op: str, name: str, position: int | None, x: Any) -> TypeError:
-    """torch's error for a non-tensor argument: ``exp(): argument 'input' (position 1) must be Tensor, not str``."""
-    where = f" (position {position})" if position else ""
-    return TypeError(f"{op}(): argument '{name}'{where} must be Tensor, not {_describe(x)}")
-
-
 def check_operand(x: Any, op: str, name: str, position: int | None) -> None:
     """Raise ``operand_error`` unless ``x`` is an operand (NOTE [Operands])."""
     if x.__class__ is not Tensor and not is_operand(x):
@@ -158,98 +149,72 @@ def dunder(fn: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[
 _TENSOR_HINTS = {"Tensor": False, "Tensor | None": True, Tensor: False}
 
 
+def tensor_hint(annotation: Any) -> bool | None:
+    """Whether a parameter so annotated must hold a Tensor: False for ``Tensor``, True for
+    ``Tensor | None`` (None allowed), None for any other annotation (NOTE [Operands])."""
+    return _TENSOR_HINTS.get(annotation) if isinstance(annotation, (str, type)) else None
+
+
+# NOTE [Public wrappers]: the public form of an op (``ag.sum``, ``F.cross_entropy``) is its
+# forward behind a wrapper with the same parameters that raises torch's TypeError for a
+# non-tensor in a parameter annotated ``Tensor`` (NOTE [Operands]) and, when the op reads
+# two or more tensors, torch's error for two devices (NOTE [One device per op]); a Tensor
+# method gets a second form with the device check alone (``method_form``). The wrappers
+# are plain functions in the generated, checked-in module ``_checked.py``, one factory per
+# forward (``ops_reduce__sum(fn)`` returns ``sum``, closing over ``fn``), written by
+# ``python -m aiograd.ops._stubgen`` from the forwards ``checked`` was given (``WRAPPED``);
+# tests/test_op_tables.py fails while the file differs from what they give. So the
+# wrapper's parameter list is the forward's own, and a call costs one plain Python call
+# more, not an ``*args``/``**kwargs`` repack. The generated module imports only Tensor and
+# the two errors (``_errors.py``) and receives each forward as the factory's argument: the
+# family modules import ``checked``, so importing them from it would be a cycle.
+
+#: every forward given to ``checked``, by the name of its factory in ``_checked.py``, with
+#: its ``same_device``: what the generator writes a wrapper for
+WRAPPED: dict[str, tuple[Callable[..., Any], bool]] = {}
+
+
+def wrapper_name(fn: Callable[..., Any], same_device: bool = True) -> str:
+    """The name of ``fn``'s factory in ``_checked.py``: its module and name,
+    ``aiograd.ops.reduce.sum`` -> ``ops_reduce__sum`` (NOTE [Public wrappers])."""
+    parts = [p.lstrip("_") for p in fn.__module__.split(".")[1:]]
+    name = "_".join(parts) + "__" + fn.__qualname__.replace(".", "_")
+    return name if same_device else name + "__any_device"
+
+
 def checked(fn: F, same_device: bool = True) -> F:
     """The public form of op ``fn``: the same signature, and a TypeError in torch's words when a
-    parameter annotated ``Tensor`` (or ``Tensor | None``) gets something else (NOTE [Operands]).
+    parameter annotated ``Tensor`` (or ``Tensor | None``) gets something else (NOTE [Operands]),
+    and torch's error when its tensors are on two devices (NOTE [One device per op]).
 
-    The wrapper is compiled with ``fn``'s own parameter list, so a call costs one plain
-    Python call more, not an ``*args``/``**kwargs`` repack. Functions with no such
-    parameter are returned unchanged.
+    The wrapper is the generated function in ``_checked.py`` (NOTE [Public wrappers]).
+    Functions with no such parameter are returned unchanged.
     """
     if getattr(fn, "checks_operands", False):  # an op that checks its own (the pointwise templates')
         return fn
-    sig = inspect.signature(fn)
-    params: list[str] = []
-    call: list[str] = []
-    checks: list[str] = []
-    ns: dict[str, Any] = {"_fn": fn, "Tensor": Tensor, "_error": operand_error,
-                          "__name__": fn.__module__}  # an aiograd frame to user_stacklevel
-    position = 0
-    star = False
-    tensors: list[tuple[str, bool]] = []  # the parameters that may hold a tensor: (name, may hold something else)
-    annotated: set[str] = set()  # those annotated Tensor (or Tensor | None)
-    for p in sig.parameters.values():
-        if p.kind is p.VAR_POSITIONAL:
-            params.append(f"*{p.name}")
-            call.append(f"*{p.name}")
-            star = True
-            continue
-        if p.kind is p.VAR_KEYWORD:
-            params.append(f"**{p.name}")
-            call.append(f"**{p.name}")
-            continue
-        pos: int | None = None
-        if p.kind is p.KEYWORD_ONLY:
-            if not star:
-                params.append("*")
-                star = True
-            call.append(f"{p.name}={p.name}")
-        else:
-            position += 1
-            pos = position
-            call.append(p.name)
-        if p.default is p.empty:
-            params.append(p.name)
-        else:
-            ns[f"_default_{p.name}"] = p.default
-            params.append(f"{p.name}=_default_{p.name}")
-        optional = _TENSOR_HINTS.get(p.annotation) if isinstance(p.annotation, (str, type)) else None
-        if p.annotation in ("Any", Any):
-            tensors.append((p.name, True))  # a tensor or something else (a list of indices): checked if a tensor
-        if optional is not None:
-            tensors.append((p.name, optional))
-            annotated.add(p.name)
-            allow_none = f" and {p.name} is not None" if optional else ""
-            checks.append(
-                f"    if {p.name}.__class__ is not Tensor and not isinstance({p.name}, Tensor){allow_none}:\n"
-                f"        raise _error({fn.__name__!r}, {p.name!r}, {pos}, {p.name})\n"
+    name = wrapper_name(fn, same_device)
+    if WRAPPED.setdefault(name, (fn, same_device))[0] is not fn:
+        raise RuntimeError(f"{fn.__module__}.{fn.__qualname__}: another forward has the public wrapper name {name!r}")
+    make = getattr(_checked, name, None)
+    if make is None:
+        if any(tensor_hint(p.annotation) is not None for p in inspect.signature(fn).parameters.values()):
+            warnings.warn(
+                f"{fn.__module__}.{fn.__qualname__} has no public wrapper in aiograd/ops/_checked.py, so its "
+                "operands are not checked: run `python -m aiograd.ops._stubgen`",
+                RuntimeWarning,
+                stacklevel=2,
             )
-    if not checks:
         return fn
-    device_check = same_device and len(tensors) > 1  # NOTE [One device per op]
-    if device_check:
-        ns["_devices"] = common_device
-    head = f"def {fn.__name__}({', '.join(params)}):\n"
-    tail = f"    return _fn({', '.join(call)})\n"
-    public = _compile(fn, head + "".join(checks) + (_device_check(tensors) if device_check else "") + tail, ns)
-    typed = [name for name, _ in tensors[1:] if name in annotated]
-    if device_check and typed:
-        # Tensor.<name>: the device check alone, over the parameters annotated Tensor (a method
-        # never refused by type what the function refuses, a numpy mask, and its ``Any``
-        # parameters are mostly dims and dtypes: checking them would tax ``x.sum()``)
-        public.method_form = _compile(fn, head + _device_check([(tensors[0][0], False)] + [
-            (name, True) for name in typed]) + tail, ns)
+    public = _named(make(fn), fn)
+    make_method = getattr(_checked, name + "__method", None)
+    if make_method is not None:
+        public.method_form = _named(make_method(fn), fn)
     return public
 
 
-def _device_check(tensors: list[tuple[str, bool]]) -> str:
-    """The generated lines that raise torch's error when the tensors among ``tensors`` (name, may
-    hold something else) are on two devices (NOTE [One device per op])."""
-    names = ", ".join(name for name, _ in tensors)
-    anchor = next((name for name, optional in tensors if not optional), None)
-    if anchor is None:
-        return f"    _devices({names})\n"
-    differs = " or ".join(
-        f"(isinstance({name}, Tensor) and {name}._device is not {anchor}._device)" if optional
-        else f"{name}._device is not {anchor}._device"
-        for name, optional in tensors if name != anchor
-    )
-    return f"    if {differs}:\n        _devices({names})\n"
-
-
-def _compile(fn: Callable[..., Any], src: str, ns: dict[str, Any]) -> Any:
-    exec(compile(src, f"<aiograd: public {fn.__name__}>", "exec"), ns)
-    public = ns[fn.__name__]
+def _named(public: Any, fn: Callable[..., Any]) -> Any:
+    """``public`` named and documented as ``fn``, with ``fn`` as ``__wrapped__`` (what
+    ``inspect.signature`` and the docs read)."""
     public.__doc__ = fn.__doc__
     public.__module__ = fn.__module__
     public.__qualname__ = fn.__qualname__
@@ -285,22 +250,6 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 # its Tensor parameters (one identity test each: devices are interned) and calls
 # ``common_device`` for the message. Ops taking a sequence of tensors (cat, stack) check
 # the sequence themselves.
-
-
-def common_device(*xs: Any) -> Device:
-    """The device shared by the tensors among ``xs`` (others, None included, are skipped);
-    raises torch's error if they differ (NOTE [One device per op])."""
-    dev = None
-    for x in xs:
-        if isinstance(x, Tensor):
-            if dev is None:
-                dev = x._device
-            elif x._device is not dev:
-                raise RuntimeError(
-                    f"Expected all tensors to be on the same device, but found at least two devices, "
-                    f"{dev} and {x._device}!"
-                )
-    return dev  # type: ignore[return-value]
 
 
 def torch_dtype_name(dt: Any) -> str:

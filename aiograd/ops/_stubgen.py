@@ -1,5 +1,7 @@
 """Generate the typed views of what the op tables bind: ``aiograd/_tensor_methods.pyi`` (the
-Tensor members) and ``aiograd/ops/__init__.pyi`` (the public functions).
+Tensor members) and ``aiograd/ops/__init__.pyi`` (the public functions); and, with
+``_gen_checked``, the public wrappers ``aiograd/ops/_checked.py`` (NOTE [Public wrappers] in
+_common.py).
 
 NOTE [Typed Tensor]: the ops bind their Tensor methods at import (``install`` in
 _table.py), which neither mypy nor an editor can see. So the same bindings are
@@ -36,6 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from . import _gen_checked
 from ._table import BINARY_DUNDERS, _array_function, _array_ufunc, all_ops
 
 STUB_PATH = Path(__file__).resolve().parent.parent / "_tensor_methods.pyi"
@@ -186,12 +189,12 @@ def render_ops() -> str:
 
 
 def outputs() -> dict[Path, str]:
-    """Each generated file and the text the tables give it now."""
+    """Each stub file and the text the tables give it now (``_checked.py``: ``_gen_checked.is_fresh``)."""
     return {STUB_PATH: render(), OPS_STUB_PATH: render_ops()}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Rewrite the stub files (``--check``: only say whether they are up to date)."""
+    """Rewrite the stub files and ``_checked.py`` (``--check``: only say whether they are up to date)."""
     args = sys.argv[1:] if argv is None else argv
     import aiograd  # noqa: F401  (fills the tables)
 
@@ -204,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         if "--check" not in args:
             path.write_text(text)
             print(f"wrote {path}")
+    if not _gen_checked.is_fresh():  # compared as code: ruff lays the file out (NOTE [Public wrappers])
+        stale.append(_gen_checked.CHECKED_PATH)
+        if "--check" not in args:
+            _gen_checked.write()
+            print(f"wrote {_gen_checked.CHECKED_PATH}")
     if stale and "--check" in args:
         print(f"out of date: {', '.join(map(str, stale))}: run python -m aiograd.ops._stubgen")
         return 1

@@ -15,7 +15,8 @@ or, for an op made from a formula (``_pointwise.py``), by the one call that make
 From the row come:
 
 * the public function ``aiograd.<name>`` (and its aliases): the forward behind
-  ``checked`` (NOTE [Operands] in _common.py), which the registration returns for
+  ``checked`` (NOTE [Operands] in _common.py), whose wrapper is generated code in
+  ``_checked.py`` (NOTE [Public wrappers]), which the registration returns for
   the module to bind, listed in the family's ``__all__ = TABLE.exports(__name__)``;
 * the Tensor method of the same name and its aliases (the forward itself), its
   operators (``__mul__``) and reflected operators (``__rsub__``), which for a
@@ -31,7 +32,7 @@ From the row come:
   cover (tests/op_rows.py: a test fails for a differentiable op without a row).
 
 A newcomer adds an op in one place (its Node class, its forward and the row) plus
-one test row; the stub file is regenerated, and the ``__all__`` snapshot test says
+one test row; the stub files and the wrappers are regenerated, and the ``__all__`` snapshot test says
 which line to add for a new public name.
 """
 

@@ -69,6 +69,13 @@ class _SavedInputNode(Node):
     __slots__ = ("x",)
     x: Saved
 
+    def __init__(self, x: Saved) -> None:
+        Node.__init__(self)
+        self.x = x
+
+    def release_variables(self) -> None:
+        self.x = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         return (self.rule(g, unpack(self, self.x, g.__class__ is Tensor)),)
@@ -146,6 +153,16 @@ class EluBackward0(Node):
     scale: float
     input_scale: float
 
+    def __init__(self, x: Saved, alpha: float, scale: float, input_scale: float) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.alpha = alpha
+        self.scale = scale
+        self.input_scale = input_scale
+
+    def release_variables(self) -> None:
+        self.x = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         x = unpack(self, self.x, g.__class__ is Tensor)
@@ -197,6 +214,14 @@ class _MaskNode(Node):
     __slots__ = ("x", "coef")
     x: Saved
     coef: np.ndarray
+
+    def __init__(self, x: Saved, coef: np.ndarray) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.coef = coef
+
+    def release_variables(self) -> None:
+        self.x = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -330,6 +355,14 @@ class GluBackward0(Node):
     x: Saved
     dim: int
 
+    def __init__(self, x: Saved, dim: int) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.dim = dim
+
+    def release_variables(self) -> None:
+        self.x = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         x = unpack(self, self.x, g.__class__ is Tensor)
@@ -361,6 +394,17 @@ class PreluKernelBackward0(Node):
     w: Saved
     w_shape: tuple[int, ...]
     axes: tuple[int, ...]
+
+    def __init__(self, x: Saved, w: Saved, w_shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.w = w
+        self.w_shape = w_shape
+        self.axes = axes
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.w = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]

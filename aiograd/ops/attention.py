@@ -80,6 +80,37 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
     shapes: tuple[Shape, Shape, Shape]
     mask_shape: Shape
 
+    def __init__(
+        self,
+        q: Saved,
+        k: Saved,
+        v: Saved,
+        mask: Any,
+        p: SavedArray,
+        keep: np.ndarray | None,
+        scale: float,
+        rep: int,
+        shapes: tuple[Shape, Shape, Shape],
+        mask_shape: Shape,
+    ) -> None:
+        Node.__init__(self)
+        self.q = q
+        self.k = k
+        self.v = v
+        self.mask = mask
+        self.p = p
+        self.keep = keep
+        self.scale = scale
+        self.rep = rep
+        self.shapes = shapes
+        self.mask_shape = mask_shape
+
+    def release_variables(self) -> None:
+        self.q = None
+        self.k = None
+        self.v = None
+        self.p = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
         graph = g.__class__ is Tensor

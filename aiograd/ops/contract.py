@@ -205,6 +205,21 @@ class EinsumBackward0(Node):
 
     _saves = True  # its saved tensors are in a list: released here, not by a generated release_variables
 
+    def __init__(
+        self,
+        operands: list[Saved],
+        terms: list[str],
+        out_term: str,
+        sizes: dict[str, int],
+        spare: list[str],
+    ) -> None:
+        Node.__init__(self)
+        self.operands = operands
+        self.terms = terms
+        self.out_term = out_term
+        self.sizes = sizes
+        self.spare = spare
+
     def release_variables(self) -> None:
         self.operands = [None] * len(self.operands)
 

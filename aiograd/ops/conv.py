@@ -45,6 +45,11 @@ class Im2ColBackward0(Node):
     window: Window
     unbatched: bool
 
+    def __init__(self, window: Window, unbatched: bool) -> None:
+        Node.__init__(self)
+        self.window = window
+        self.unbatched = unbatched
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (self.adjoint(grads[0]),)
 
@@ -194,6 +199,36 @@ class ConvolutionBackward0(Node):
     x4: Shape  #: the input as (N, C, H, W) (conv) or (N, C, L) (transposed)
     y3: Shape  #: the output gradient as (N, Cb, L) (conv) or (N, C, H, W) (transposed)
     by_position: bool  #: ``cols`` laid out by ``taps_by_position`` (NOTE [Taps by position]), not ``im2col``
+
+    def __init__(
+        self,
+        x: Saved,
+        w: Saved,
+        cols: SavedArray,
+        window: Window,
+        groups: int,
+        transposed: bool,
+        x_shape: Shape,
+        x4: Shape,
+        y3: Shape,
+        by_position: bool,
+    ) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.w = w
+        self.cols = cols
+        self.window = window
+        self.groups = groups
+        self.transposed = transposed
+        self.x_shape = x_shape
+        self.x4 = x4
+        self.y3 = y3
+        self.by_position = by_position
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.w = None
+        self.cols = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]

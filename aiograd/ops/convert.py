@@ -72,6 +72,11 @@ class ToCopyBackward0(Node):
     src_dtype: np.dtype
     src_device: Device
 
+    def __init__(self, src_dtype: np.dtype, src_device: Device) -> None:
+        Node.__init__(self)
+        self.src_dtype = src_dtype
+        self.src_device = src_device
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         if isinstance(g, Tensor):

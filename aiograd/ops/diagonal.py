@@ -61,12 +61,25 @@ class _OnDiagonal(Node):
     dim1: int
     dim2: int
 
+    def __init__(self, offset: int, dim1: int, dim2: int) -> None:
+        Node.__init__(self)
+        self.offset = offset
+        self.dim1 = dim1
+        self.dim2 = dim2
+
 
 class DiagonalBackward0(_OnDiagonal):
     """Gradient of a diagonal: written into zeros of the input's shape (NOTE [Diagonal adjoint pair])."""
 
     __slots__ = ("in_shape",)
     in_shape: Shape
+
+    def __init__(self, offset: int, dim1: int, dim2: int, in_shape: Shape) -> None:
+        Node.__init__(self)
+        self.offset = offset
+        self.dim1 = dim1
+        self.dim2 = dim2
+        self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -212,6 +225,10 @@ class TrilBackward0(Node):
     __slots__ = ("diagonal",)
     diagonal: int
 
+    def __init__(self, diagonal: int) -> None:
+        Node.__init__(self)
+        self.diagonal = diagonal
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (np.tril(grads[0], self.diagonal),)
 
@@ -219,6 +236,10 @@ class TrilBackward0(Node):
 class TriuBackward0(Node):
     __slots__ = ("diagonal",)
     diagonal: int
+
+    def __init__(self, diagonal: int) -> None:
+        Node.__init__(self)
+        self.diagonal = diagonal
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (np.triu(grads[0], self.diagonal),)
@@ -291,6 +312,10 @@ class TraceBackward0(Node):
 
     __slots__ = ("in_shape",)
     in_shape: Shape
+
+    def __init__(self, in_shape: Shape) -> None:
+        Node.__init__(self)
+        self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]

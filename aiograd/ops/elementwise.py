@@ -104,6 +104,11 @@ class DivBackward2(Node):
     a_shape: Shape
     b_shape: Shape
 
+    def __init__(self, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         return (
@@ -118,6 +123,10 @@ class NotImplementedBackward(Node):
 
     __slots__ = ("op",)
     op: str
+
+    def __init__(self, op: str) -> None:
+        Node.__init__(self)
+        self.op = op
 
     def name(self) -> str:
         return "NotImplemented"
@@ -227,6 +236,18 @@ class RemainderBackward1(Node):
     dtype: np.dtype
     rounding: ClassVar[str] = "floor"  # how the quotient in b's gradient is rounded
 
+    def __init__(self, a: SavedOperand, b: SavedOperand, a_shape: Shape, b_shape: Shape, dtype: np.dtype) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.b = b
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+        self.dtype = dtype
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.b = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         ga = sum_to(g, self.a_shape) if self.should_compute_output(0) else None
@@ -313,6 +334,14 @@ class PowBackward0(Node):
     x: Saved
     exponent: Any
 
+    def __init__(self, x: Saved, exponent: Any) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.exponent = exponent
+
+    def release_variables(self) -> None:
+        self.x = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         x = unpack(self, self.x, g.__class__ is Tensor)
@@ -338,6 +367,19 @@ class PowBackward1(Node):
     out: SavedOperand
     a_shape: Shape
     b_shape: Shape
+
+    def __init__(self, a: SavedOperand, b: SavedOperand, out: SavedOperand, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.b = b
+        self.out = out
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.b = None
+        self.out = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -690,6 +732,15 @@ class ClampBackward1(Node):
     min: Any
     max: Any
 
+    def __init__(self, x: Saved, min: Any, max: Any) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.min = min
+        self.max = max
+
+    def release_variables(self) -> None:
+        self.x = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         xd = unpack(self, self.x, False)
@@ -722,6 +773,28 @@ class ClampBackward0(Node):
     has_min: bool
     has_max: bool
     shapes: tuple[Shape, ...]
+
+    def __init__(
+        self,
+        x: Saved,
+        min: SavedOperand,
+        max: SavedOperand,
+        has_min: bool,
+        has_max: bool,
+        shapes: tuple[Shape, ...],
+    ) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.min = min
+        self.max = max
+        self.has_min = has_min
+        self.has_max = has_max
+        self.shapes = shapes
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.min = None
+        self.max = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
@@ -818,6 +891,12 @@ class WhereBackward0(Node):
     a_shape: Shape
     b_shape: Shape
 
+    def __init__(self, cond: np.ndarray, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.cond = cond
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
         cond = self.cond
@@ -880,6 +959,12 @@ class LerpBackward0(Node):
     a_shape: Shape
     b_shape: Shape
 
+    def __init__(self, weight: float, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.weight = weight
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         w = self.weight
@@ -894,6 +979,10 @@ class _ThreeOperandBackward(Node):
 
     __slots__ = ("shapes",)
     shapes: tuple[Shape, ...]
+
+    def __init__(self, shapes: tuple[Shape, ...]) -> None:
+        Node.__init__(self)
+        self.shapes = shapes
 
     def grad(self, i: int, g: Any, graph: bool) -> Any:
         raise NotImplementedError
@@ -912,6 +1001,18 @@ class LerpBackward1(_ThreeOperandBackward):
     a: SavedOperand
     b: SavedOperand
     w: SavedOperand
+
+    def __init__(self, shapes: tuple[Shape, ...], a: SavedOperand, b: SavedOperand, w: SavedOperand) -> None:
+        Node.__init__(self)
+        self.shapes = shapes
+        self.a = a
+        self.b = b
+        self.w = w
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.b = None
+        self.w = None
 
     def grad(self, i: int, g: Any, graph: bool) -> Any:
         if i == 2:
@@ -980,6 +1081,17 @@ class AddcmulBackward0(_ThreeOperandBackward):
     t1: SavedOperand
     t2: SavedOperand
     value: Any
+
+    def __init__(self, shapes: tuple[Shape, ...], t1: SavedOperand, t2: SavedOperand, value: Any) -> None:
+        Node.__init__(self)
+        self.shapes = shapes
+        self.t1 = t1
+        self.t2 = t2
+        self.value = value
+
+    def release_variables(self) -> None:
+        self.t1 = None
+        self.t2 = None
 
     def grad(self, i: int, g: Any, graph: bool) -> Any:
         if i == 0:
@@ -1050,6 +1162,10 @@ class NanToNumBackward0(Node):
 
     __slots__ = ("finite",)
     finite: np.ndarray
+
+    def __init__(self, finite: np.ndarray) -> None:
+        Node.__init__(self)
+        self.finite = finite
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -1208,6 +1324,16 @@ class GeluBackward0(Node):
     approximate: str
     cdf: SavedArray
 
+    def __init__(self, x: Saved, approximate: str, cdf: SavedArray) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.approximate = approximate
+        self.cdf = cdf
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.cdf = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -1258,6 +1384,15 @@ class SoftplusBackward0(Node):
     x: Saved
     beta: float
     threshold: float
+
+    def __init__(self, x: Saved, beta: float, threshold: float) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.beta = beta
+        self.threshold = threshold
+
+    def release_variables(self) -> None:
+        self.x = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]

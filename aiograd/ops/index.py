@@ -110,6 +110,11 @@ class IndexBackward0(Node):
     index: Index
     in_shape: Shape
 
+    def __init__(self, index: Index, in_shape: Shape) -> None:
+        Node.__init__(self)
+        self.index = index
+        self.in_shape = in_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         if g.__class__ is Tensor:
@@ -442,6 +447,12 @@ class IndexPutBackward0(Node):
     index: Index
     values_shape: Shape
     accumulate: bool
+
+    def __init__(self, index: Index, values_shape: Shape, accumulate: bool) -> None:
+        Node.__init__(self)
+        self.index = index
+        self.values_shape = values_shape
+        self.accumulate = accumulate
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]

@@ -154,6 +154,11 @@ class AsStridedBackward0(Node):
     ids: np.ndarray
     base_shape: Shape
 
+    def __init__(self, ids: np.ndarray, base_shape: Shape) -> None:
+        Node.__init__(self)
+        self.ids = ids
+        self.base_shape = base_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         size = int(np.prod(self.base_shape))
@@ -172,6 +177,11 @@ class CopySlices(Node):
     __slots__ = ("ids", "base_shape")
     ids: np.ndarray
     base_shape: Shape
+
+    def __init__(self, ids: np.ndarray, base_shape: Shape) -> None:
+        Node.__init__(self)
+        self.ids = ids
+        self.base_shape = base_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -544,6 +554,10 @@ class FillBackward0(Node):
     __slots__ = ("value_shape",)
     value_shape: Shape
 
+    def __init__(self, value_shape: Shape) -> None:
+        Node.__init__(self)
+        self.value_shape = value_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         ga = _ew.zeros_like_grad(g) if self.should_compute_output(0) else None
@@ -566,6 +580,11 @@ class CopyBackwards(Node):
     __slots__ = ("src_shape", "src_dtype")
     src_shape: Shape
     src_dtype: np.dtype
+
+    def __init__(self, src_shape: Shape, src_dtype: np.dtype) -> None:
+        Node.__init__(self)
+        self.src_shape = src_shape
+        self.src_dtype = src_dtype
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]

@@ -52,6 +52,10 @@ class CatBackward0(Node):
     __slots__ = ("slicers",)
     slicers: list[tuple[Any, ...]]
 
+    def __init__(self, slicers: list[tuple[Any, ...]]) -> None:
+        Node.__init__(self)
+        self.slicers = slicers
+
     def apply(self, grads: list[Any]) -> list[Any]:
         g = grads[0]
         return [g[s] if self.should_compute_output(i) else None for i, s in enumerate(self.slicers)]
@@ -236,6 +240,13 @@ class SplitBackward0(Node):
     in_shape: Shape
     dtype: np.dtype
     dim: int
+
+    def __init__(self, slicers: list[tuple[Any, ...]], in_shape: Shape, dtype: np.dtype, dim: int) -> None:
+        Node.__init__(self)
+        self.slicers = slicers
+        self.in_shape = in_shape
+        self.dtype = dtype
+        self.dim = dim
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         present = [g for g in grads if g is not None]

@@ -50,6 +50,33 @@ class _PointwiseLossBackward(Node):
     t_shape: Shape
     param: float  #: beta / delta
 
+    def __init__(
+        self,
+        x: Saved,
+        t: Saved,
+        w: np.ndarray | None,
+        pw: np.ndarray | None,
+        reduction: str,
+        count: int,
+        x_shape: Shape,
+        t_shape: Shape,
+        param: float,
+    ) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.t = t
+        self.w = w
+        self.pw = pw
+        self.reduction = reduction
+        self.count = count
+        self.x_shape = x_shape
+        self.t_shape = t_shape
+        self.param = param
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.t = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor

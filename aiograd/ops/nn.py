@@ -43,6 +43,14 @@ class SoftmaxBackward0(Node):
     out: Saved
     dim: int | None
 
+    def __init__(self, out: Saved, dim: int | None) -> None:
+        Node.__init__(self)
+        self.out = out
+        self.dim = dim
+
+    def release_variables(self) -> None:
+        self.out = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -60,6 +68,14 @@ class LogSoftmaxBackward0(Node):
     __slots__ = ("out", "dim")
     out: Saved
     dim: int | None
+
+    def __init__(self, out: Saved, dim: int | None) -> None:
+        Node.__init__(self)
+        self.out = out
+        self.dim = dim
+
+    def release_variables(self) -> None:
+        self.out = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -125,6 +141,15 @@ class AddmmBackward0(Node):
     __slots__ = ("x", "w")
     x: Saved  #: saved when the weight needs a gradient
     w: Saved  #: saved when the input needs a gradient
+
+    def __init__(self, x: Saved, w: Saved) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.w = w
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.w = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]
@@ -199,6 +224,11 @@ class NllLossBackward0(Node):
     __slots__ = ("coef", "g_shape")
     coef: np.ndarray
     g_shape: Shape | None
+
+    def __init__(self, coef: np.ndarray, g_shape: Shape | None) -> None:
+        Node.__init__(self)
+        self.coef = coef
+        self.g_shape = g_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -333,6 +363,12 @@ class _GatherRowsBackward(Node):
     rows: int
     mask: np.ndarray | None
 
+    def __init__(self, idx: np.ndarray, rows: int, mask: np.ndarray | None) -> None:
+        Node.__init__(self)
+        self.idx = idx
+        self.rows = rows
+        self.mask = mask
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         if self.mask is not None:
@@ -349,6 +385,10 @@ class EmbeddingBackward0(_GatherRowsBackward):
 class _ScatterRowsBackward(Node):
     __slots__ = ("idx",)
     idx: np.ndarray
+
+    def __init__(self, idx: np.ndarray) -> None:
+        Node.__init__(self)
+        self.idx = idx
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -438,6 +478,10 @@ class NativeDropoutBackward0(Node):
 
     __slots__ = ("mask",)
     mask: np.ndarray
+
+    def __init__(self, mask: np.ndarray) -> None:
+        Node.__init__(self)
+        self.mask = mask
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (grads[0] * self.mask,)

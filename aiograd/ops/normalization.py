@@ -49,6 +49,39 @@ class _NormBackward(Node):
     eps: float
     batch_stats: bool  #: the statistics come from the input (else: constants, batch norm in evaluation)
 
+    def __init__(
+        self,
+        x: Saved,
+        w: Saved,
+        xhat: SavedArray,
+        rstd: SavedArray,
+        v_shape: Shape,
+        axes: tuple[int, ...],
+        w_view: Shape,
+        w_shape: Shape,
+        sum_axes: tuple[int, ...],
+        eps: float,
+        batch_stats: bool,
+    ) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.w = w
+        self.xhat = xhat
+        self.rstd = rstd
+        self.v_shape = v_shape
+        self.axes = axes
+        self.w_view = w_view
+        self.w_shape = w_shape
+        self.sum_axes = sum_axes
+        self.eps = eps
+        self.batch_stats = batch_stats
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.w = None
+        self.xhat = None
+        self.rstd = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor

@@ -35,6 +35,10 @@ class ConstantPadNdBackward0(Node):
     __slots__ = ("pads",)
     pads: tuple[int, ...]
 
+    def __init__(self, pads: tuple[int, ...]) -> None:
+        Node.__init__(self)
+        self.pads = pads
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         neg = tuple(-p for p in self.pads)

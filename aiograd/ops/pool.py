@@ -75,6 +75,23 @@ class _MaxPoolBackward(Node):
     taps: np.ndarray | None
     kernel: tuple[int, int]
 
+    def __init__(
+        self,
+        flat: np.ndarray | None,
+        in_shape: Shape,
+        overlap: bool,
+        valid: np.ndarray | None,
+        taps: np.ndarray | None,
+        kernel: tuple[int, int],
+    ) -> None:
+        Node.__init__(self)
+        self.flat = flat
+        self.in_shape = in_shape
+        self.overlap = overlap
+        self.valid = valid
+        self.taps = taps
+        self.kernel = kernel
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         if self.taps is not None:
@@ -312,6 +329,12 @@ class AvgPool2DBackward0(Node):
     window: Window
     div: np.ndarray
     in_shape: Shape
+
+    def __init__(self, window: Window, div: np.ndarray, in_shape: Shape) -> None:
+        Node.__init__(self)
+        self.window = window
+        self.div = div
+        self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]

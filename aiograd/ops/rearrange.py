@@ -48,6 +48,10 @@ class FlipBackward0(Node):
     __slots__ = ("dims",)
     dims: tuple[int, ...]
 
+    def __init__(self, dims: tuple[int, ...]) -> None:
+        Node.__init__(self)
+        self.dims = dims
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (np.flip(grads[0], self.dims),)
 
@@ -92,6 +96,11 @@ class RollBackward0(Node):
     shifts: tuple[int, ...]
     dims: tuple[int, ...] | None
 
+    def __init__(self, shifts: tuple[int, ...], dims: tuple[int, ...] | None) -> None:
+        Node.__init__(self)
+        self.shifts = shifts
+        self.dims = dims
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         back = tuple(-s for s in self.shifts)
         return (np.roll(grads[0], back if self.dims is not None else back[0], self.dims),)
@@ -126,6 +135,11 @@ class Rot90Backward0(Node):
     k: int
     dims: tuple[int, int]
 
+    def __init__(self, k: int, dims: tuple[int, int]) -> None:
+        Node.__init__(self)
+        self.k = k
+        self.dims = dims
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (np.rot90(grads[0], -self.k, self.dims),)
 
@@ -159,6 +173,12 @@ class RepeatBackward0(Node):
     split_shape: Shape
     axes: tuple[int, ...]
     in_shape: Shape
+
+    def __init__(self, split_shape: Shape, axes: tuple[int, ...], in_shape: Shape) -> None:
+        Node.__init__(self)
+        self.split_shape = split_shape
+        self.axes = axes
+        self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0].reshape(self.split_shape).sum(axis=self.axes)

@@ -429,6 +429,61 @@ class RnnBackwardBase(Node):
     mode: str
     packed: bool  #: the input was the 2-D data of a packed sequence (else (T, B, I))
 
+    def __init__(
+        self,
+        x: Saved,
+        hx: Saved,
+        cx: Saved,
+        w_ih: Saved,
+        w_hh: Saved,
+        b_ih: Saved,
+        b_hh: Saved,
+        w_hr: Saved,
+        gates: SavedArray,
+        hprev: SavedArray,
+        cprev: SavedArray,
+        tc: SavedArray,
+        r: SavedArray,
+        hn: SavedArray,
+        steps: list[tuple[int, int]],
+        mode: str,
+        packed: bool,
+    ) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.hx = hx
+        self.cx = cx
+        self.w_ih = w_ih
+        self.w_hh = w_hh
+        self.b_ih = b_ih
+        self.b_hh = b_hh
+        self.w_hr = w_hr
+        self.gates = gates
+        self.hprev = hprev
+        self.cprev = cprev
+        self.tc = tc
+        self.r = r
+        self.hn = hn
+        self.steps = steps
+        self.mode = mode
+        self.packed = packed
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.hx = None
+        self.cx = None
+        self.w_ih = None
+        self.w_hh = None
+        self.b_ih = None
+        self.b_hh = None
+        self.w_hr = None
+        self.gates = None
+        self.hprev = None
+        self.cprev = None
+        self.tc = None
+        self.r = None
+        self.hn = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         gy, ghn = grads[0], grads[1]
         gcn = grads[2] if len(grads) > 2 else None

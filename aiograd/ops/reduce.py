@@ -97,6 +97,12 @@ class SumBackward0(Node):
     dims: Dims
     keepdim: bool
 
+    def __init__(self, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
+        Node.__init__(self)
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (expand_reduced(grads[0], self.in_shape, self.dims, self.keepdim),)
 
@@ -104,6 +110,13 @@ class SumBackward0(Node):
 class MeanBackward0(SumBackward0):
     __slots__ = ("count",)
     count: int
+
+    def __init__(self, in_shape: Shape, dims: Dims, keepdim: bool, count: int) -> None:
+        Node.__init__(self)
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+        self.count = count
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (expand_reduced(grads[0] / self.count, self.in_shape, self.dims, self.keepdim),)
@@ -222,6 +235,18 @@ class ProdBackward0(Node):
     dims: Dims
     keepdim: bool
 
+    def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.result = result
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -285,6 +310,18 @@ class AmaxBackward0(Node):
     dims: Dims
     keepdim: bool
     nan_ties: ClassVar[bool] = False
+
+    def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.result = result
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -367,6 +404,20 @@ class AminmaxBackward0(Node):
     min: Saved
     max: Saved
 
+    def __init__(self, x: Saved, in_shape: Shape, dims: Dims, keepdim: bool, min: Saved, max: Saved) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+        self.min = min
+        self.max = max
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.min = None
+        self.max = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         xd = unpack(self, self.x, False)
         kshape = _keep_shape(self.in_shape, self.dims)
@@ -414,6 +465,13 @@ class MaxBackward0(Node):
     in_shape: Shape
     dim: Any
     keepdim: bool
+
+    def __init__(self, indices: np.ndarray, in_shape: Shape, dim: Any, keepdim: bool) -> None:
+        Node.__init__(self)
+        self.indices = indices
+        self.in_shape = in_shape
+        self.dim = dim
+        self.keepdim = keepdim
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -536,6 +594,13 @@ class NansumBackward0(Node):
     dims: Dims
     keepdim: bool
 
+    def __init__(self, kept: np.ndarray, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
+        Node.__init__(self)
+        self.kept = kept
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         mask: Any = self.kept.astype(g.dtype)
@@ -644,6 +709,17 @@ class VarBackward0(Node):
     keepdim: bool
     factor: float
 
+    def __init__(self, x: Saved, in_shape: Shape, dims: Dims, keepdim: bool, factor: float) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+        self.factor = factor
+
+    def release_variables(self) -> None:
+        self.x = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         return (_var_grad(self, g, unpack(self, self.x, g.__class__ is Tensor)),)
@@ -659,6 +735,19 @@ class StdBackward0(Node):
     dims: Dims
     keepdim: bool
     factor: float
+
+    def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool, factor: float) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.result = result
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+        self.factor = factor
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -676,6 +765,18 @@ class VarMeanBackward0(Node):
     keepdim: bool
     factor: float
     count: int
+
+    def __init__(self, x: Saved, in_shape: Shape, dims: Dims, keepdim: bool, factor: float, count: int) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+        self.factor = factor
+        self.count = count
+
+    def release_variables(self) -> None:
+        self.x = None
 
     def moment_grad(self, g: Any, graph: bool) -> Any:
         return _var_grad(self, g, unpack(self, self.x, graph))
@@ -696,6 +797,29 @@ class StdMeanBackward0(VarMeanBackward0):
 
     __slots__ = ("result",)
     result: Saved
+
+    def __init__(
+        self,
+        x: Saved,
+        in_shape: Shape,
+        dims: Dims,
+        keepdim: bool,
+        factor: float,
+        count: int,
+        result: Saved,
+    ) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+        self.factor = factor
+        self.count = count
+        self.result = result
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
 
     def moment_grad(self, g: Any, graph: bool) -> Any:
         return _std_grad(self, g, unpack(self, self.x, graph), unpack(self, self.result, graph), graph)
@@ -824,6 +948,18 @@ class LogsumexpBackward0(Node):
     in_shape: Shape
     dims: Dims
     keepdim: bool
+
+    def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.result = result
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g, x, r, _ = _unpack_with_kept_dims(self, grads[0])

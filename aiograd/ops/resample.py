@@ -48,6 +48,10 @@ class _SeparableBackward(Node):
     __slots__ = ("maps",)
     maps: tuple[AxisMap, ...]
 
+    def __init__(self, maps: tuple[AxisMap, ...]) -> None:
+        Node.__init__(self)
+        self.maps = maps
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         for axis, m, _ in self.maps:

@@ -34,6 +34,10 @@ class _ZeroGradient(Node):
     __slots__ = ("shapes",)
     shapes: tuple[Shape, ...]
 
+    def __init__(self, shapes: tuple[Shape, ...]) -> None:
+        Node.__init__(self)
+        self.shapes = shapes
+
     def apply(self, grads: list[Any]) -> list[Any]:
         g = grads[0]
         return [zeros_like_grad(g, s) if self.should_compute_output(i) else None for i, s in enumerate(self.shapes)]

@@ -60,6 +60,11 @@ class CumsumBackward0(Node):
     dim: int
     dtype: np.dtype
 
+    def __init__(self, dim: int, dtype: np.dtype) -> None:
+        Node.__init__(self)
+        self.dim = dim
+        self.dtype = dtype
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = _as_input_dtype(grads[0], self.dtype)
         return (g if g.ndim == 0 else _reverse_cumsum(g, self.dim),)
@@ -130,6 +135,17 @@ class CumprodBackward0(Node):
     dim: int
     dtype: np.dtype
 
+    def __init__(self, x: Saved, result: Saved, dim: int, dtype: np.dtype) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.result = result
+        self.dim = dim
+        self.dtype = dtype
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = _as_input_dtype(grads[0], self.dtype)
         graph = g.__class__ is Tensor
@@ -181,6 +197,16 @@ class LogcumsumexpBackward0(Node):
     result: Saved
     dim: int
 
+    def __init__(self, x: Saved, result: Saved, dim: int) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.result = result
+        self.dim = dim
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -220,6 +246,12 @@ class CummaxBackward0(Node):
     indices: np.ndarray
     in_shape: Shape
     dim: int
+
+    def __init__(self, indices: np.ndarray, in_shape: Shape, dim: int) -> None:
+        Node.__init__(self)
+        self.indices = indices
+        self.in_shape = in_shape
+        self.dim = dim
 
     def apply(self, grads: list[Any]) -> tuple[Any, ...]:
         g = grads[0]

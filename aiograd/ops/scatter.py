@@ -203,6 +203,30 @@ class ScatterReduceBackward0(Node):
     reduce: str
     include_self: bool
 
+    def __init__(
+        self,
+        self_: Saved,
+        src: Saved,
+        result: Saved,
+        index: np.ndarray,
+        dim: int,
+        reduce: str,
+        include_self: bool,
+    ) -> None:
+        Node.__init__(self)
+        self.self_ = self_
+        self.src = src
+        self.result = result
+        self.index = index
+        self.dim = dim
+        self.reduce = reduce
+        self.include_self = include_self
+
+    def release_variables(self) -> None:
+        self.self_ = None
+        self.src = None
+        self.result = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -420,6 +444,12 @@ class MaskedFillBackward0(Node):
     in_shape: Shape
     value_shape: Shape
 
+    def __init__(self, mask: np.ndarray, in_shape: Shape, value_shape: Shape) -> None:
+        Node.__init__(self)
+        self.mask = mask
+        self.in_shape = in_shape
+        self.value_shape = value_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         mask = self.mask
@@ -482,6 +512,12 @@ class MaskedScatterBackward0(Node):
     mask: np.ndarray
     in_shape: Shape
     source_shape: Shape
+
+    def __init__(self, mask: np.ndarray, in_shape: Shape, source_shape: Shape) -> None:
+        Node.__init__(self)
+        self.mask = mask
+        self.in_shape = in_shape
+        self.source_shape = source_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]

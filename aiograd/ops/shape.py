@@ -116,6 +116,10 @@ class ViewBackward0(Node):
     __slots__ = ("in_shape",)
     in_shape: Shape
 
+    def __init__(self, in_shape: Shape) -> None:
+        Node.__init__(self)
+        self.in_shape = in_shape
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (grads[0].reshape(self.in_shape),)
 
@@ -366,6 +370,10 @@ class PermuteBackward0(Node):
     __slots__ = ("dims",)
     dims: tuple[int, ...]
 
+    def __init__(self, dims: tuple[int, ...]) -> None:
+        Node.__init__(self)
+        self.dims = dims
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         inv = tuple(np.argsort(self.dims))
         return (np.transpose(grads[0], inv),)
@@ -483,6 +491,10 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
 class ExpandBackward0(Node):
     __slots__ = ("in_shape",)
     in_shape: Shape
+
+    def __init__(self, in_shape: Shape) -> None:
+        Node.__init__(self)
+        self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (sum_to(grads[0], self.in_shape),)

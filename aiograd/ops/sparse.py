@@ -64,6 +64,10 @@ class SparseCooTensorWithDimsAndTensorsBackward0(Node):
     __slots__ = ("pattern",)
     pattern: SparseCOO
 
+    def __init__(self, pattern: SparseCOO) -> None:
+        Node.__init__(self)
+        self.pattern = pattern
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (_values_at(grads[0], self.pattern),)
 
@@ -73,6 +77,10 @@ class SparseMaskBackward0(Node):
 
     __slots__ = ("pattern",)
     pattern: SparseCOO
+
+    def __init__(self, pattern: SparseCOO) -> None:
+        Node.__init__(self)
+        self.pattern = pattern
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (_from_values(self.pattern, grads[0]),)
@@ -197,6 +205,11 @@ class ToDenseBackward0(Node):
     pattern: SparseCOO
     masked: bool
 
+    def __init__(self, pattern: SparseCOO, masked: bool) -> None:
+        Node.__init__(self)
+        self.pattern = pattern
+        self.masked = masked
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         if not self.masked:
@@ -308,6 +321,10 @@ class ValuesBackward0(Node):
     __slots__ = ("pattern",)
     pattern: SparseCOO
 
+    def __init__(self, pattern: SparseCOO) -> None:
+        Node.__init__(self)
+        self.pattern = pattern
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         return (_from_values(self.pattern, grads[0]),)
 
@@ -389,6 +406,16 @@ class SparseAddmmBackward0(Node):
     d: Saved
     pattern: SparseCOO
 
+    def __init__(self, s: Saved, d: Saved, pattern: SparseCOO) -> None:
+        Node.__init__(self)
+        self.s = s
+        self.d = d
+        self.pattern = pattern
+
+    def release_variables(self) -> None:
+        self.s = None
+        self.d = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -433,6 +460,17 @@ class SparseSparseMatmulBackward0(Node):
     b: Saved
     a_pattern: SparseCOO
     b_pattern: SparseCOO
+
+    def __init__(self, a: Saved, b: Saved, a_pattern: SparseCOO, b_pattern: SparseCOO) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.b = b
+        self.a_pattern = a_pattern
+        self.b_pattern = b_pattern
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.b = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -528,6 +566,12 @@ class SparseSumBackward0(Node):
     dims: tuple[int, ...]
     kept: "SparseCOO | None"  # the result's pattern when it is sparse
 
+    def __init__(self, pattern: SparseCOO, dims: tuple[int, ...], kept: 'SparseCOO | None') -> None:
+        Node.__init__(self)
+        self.pattern = pattern
+        self.dims = dims
+        self.kept = kept
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         pattern, dims = self.pattern, self.dims
@@ -619,6 +663,13 @@ class SparseSoftmaxBackward0(Node):
     n: int
     pattern: SparseCOO
     _log = False
+
+    def __init__(self, out_values: np.ndarray, group: np.ndarray, n: int, pattern: SparseCOO) -> None:
+        Node.__init__(self)
+        self.out_values = out_values
+        self.group = group
+        self.n = n
+        self.pattern = pattern
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]

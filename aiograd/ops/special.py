@@ -123,6 +123,14 @@ class PolygammaBackward0(Node):
     n: int
     x: Saved
 
+    def __init__(self, n: int, x: Saved) -> None:
+        Node.__init__(self)
+        self.n = n
+        self.x = x
+
+    def release_variables(self) -> None:
+        self.x = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         return (g * _polygamma_any(self.n + 1, unpack(self, self.x, g.__class__ is Tensor)),)
@@ -257,6 +265,14 @@ class LogitBackward0(Node):
     __slots__ = ("x", "eps")
     x: Saved
     eps: Any
+
+    def __init__(self, x: Saved, eps: Any) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.eps = eps
+
+    def release_variables(self) -> None:
+        self.x = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]

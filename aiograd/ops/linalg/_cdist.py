@@ -51,6 +51,20 @@ class CdistBackward0(Node):
     x1_shape: Shape
     x2_shape: Shape
 
+    def __init__(self, x1: Saved, x2: Saved, result: Saved, p: float, x1_shape: Shape, x2_shape: Shape) -> None:
+        Node.__init__(self)
+        self.x1 = x1
+        self.x2 = x2
+        self.result = result
+        self.p = p
+        self.x1_shape = x1_shape
+        self.x2_shape = x2_shape
+
+    def release_variables(self) -> None:
+        self.x1 = None
+        self.x2 = None
+        self.result = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         p = self.p
         g = grads[0]

@@ -33,6 +33,18 @@ class LinalgCrossBackward0(Node):
     a_shape: Shape
     b_shape: Shape
 
+    def __init__(self, a: Saved, b: Saved, dim: int, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.b = b
+        self.dim = dim
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.b = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = graph_mode(g)

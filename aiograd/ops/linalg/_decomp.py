@@ -98,6 +98,17 @@ class LinalgSvdBackward0(Node):
     s: Saved
     vh: Saved
 
+    def __init__(self, u: Saved, s: Saved, vh: Saved) -> None:
+        Node.__init__(self)
+        self.u = u
+        self.s = s
+        self.vh = vh
+
+    def release_variables(self) -> None:
+        self.u = None
+        self.s = None
+        self.vh = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         gu, gs, gvh = grads
         graph = graph_mode(next(g for g in grads if g is not None))
@@ -220,6 +231,16 @@ class LinalgQrBackward0(Node):
     r: Saved
     mode: str
 
+    def __init__(self, q: Saved, r: Saved, mode: str) -> None:
+        Node.__init__(self)
+        self.q = q
+        self.r = r
+        self.mode = mode
+
+    def release_variables(self) -> None:
+        self.q = None
+        self.r = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         if self.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please "
@@ -292,6 +313,14 @@ class LinalgCholeskyExBackward0(Node):
     factor: Saved
     upper: bool
 
+    def __init__(self, factor: Saved, upper: bool) -> None:
+        Node.__init__(self)
+        self.factor = factor
+        self.upper = upper
+
+    def release_variables(self) -> None:
+        self.factor = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         return (cholesky_backward(g, unpack(self, self.factor, graph_mode(g)), self.upper),)
@@ -363,6 +392,15 @@ class LinalgEighBackward0(Node):
     __slots__ = ("values", "vectors")
     values: Saved
     vectors: Saved
+
+    def __init__(self, values: Saved, vectors: Saved) -> None:
+        Node.__init__(self)
+        self.values = values
+        self.vectors = vectors
+
+    def release_variables(self) -> None:
+        self.values = None
+        self.vectors = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         gl, gv = grads

@@ -79,6 +79,15 @@ class LinalgPinvBackward0(Node):
     a: Saved
     pinv: Saved
 
+    def __init__(self, a: Saved, pinv: Saved) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.pinv = pinv
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.pinv = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = graph_mode(g)
@@ -142,6 +151,20 @@ class LinalgLstsqBackward0(Node):
     vector: bool
     a_shape: Shape
     b_shape: Shape
+
+    def __init__(self, a: Saved, b: Saved, x: Saved, vector: bool, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.b = b
+        self.x = x
+        self.vector = vector
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.b = None
+        self.x = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         gx, gres = grads[0], grads[1]

@@ -124,6 +124,13 @@ class LinalgMatrixExpBackward0(Node):
     __slots__ = ("a",)
     a: Saved
 
+    def __init__(self, a: Saved) -> None:
+        Node.__init__(self)
+        self.a = a
+
+    def release_variables(self) -> None:
+        self.a = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         return (frechet_exp(unpack(self, self.a, graph_mode(g)), g),)

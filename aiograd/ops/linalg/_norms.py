@@ -64,6 +64,19 @@ class LinalgVectorNormBackward0(Node):
     dims: Any
     keepdim: bool
 
+    def __init__(self, x: Saved, result: Saved, ord: float, in_shape: Shape, dims: Any, keepdim: bool) -> None:
+        Node.__init__(self)
+        self.x = x
+        self.result = result
+        self.ord = ord
+        self.in_shape = in_shape
+        self.dims = dims
+        self.keepdim = keepdim
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.result = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         p = self.ord
         if p == 0:

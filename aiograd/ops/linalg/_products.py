@@ -27,6 +27,17 @@ class MmBackward0(Node):
     a_shape: Shape
     b_shape: Shape
 
+    def __init__(self, a: Saved, b: Saved, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.b = b
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.b = None
+
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -277,6 +288,19 @@ class AddmmBackward0(Node):
     beta: Any
     alpha: Any
     vector: bool
+
+    def __init__(self, left: Saved, right: Saved, input_shape: Shape, beta: Any, alpha: Any, vector: bool) -> None:
+        Node.__init__(self)
+        self.left = left
+        self.right = right
+        self.input_shape = input_shape
+        self.beta = beta
+        self.alpha = alpha
+        self.vector = vector
+
+    def release_variables(self) -> None:
+        self.left = None
+        self.right = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any, Any]:
         g = grads[0]

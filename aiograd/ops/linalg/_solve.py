@@ -46,6 +46,13 @@ class LinalgInvExBackward0(Node):
     __slots__ = ("inverse",)
     inverse: Saved
 
+    def __init__(self, inverse: Saved) -> None:
+        Node.__init__(self)
+        self.inverse = inverse
+
+    def release_variables(self) -> None:
+        self.inverse = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         t = mT(unpack(self, self.inverse, graph_mode(g)))
@@ -142,6 +149,13 @@ class LinalgDetBackward0(Node):
     __slots__ = ("a",)
     a: Saved
 
+    def __init__(self, a: Saved) -> None:
+        Node.__init__(self)
+        self.a = a
+
+    def release_variables(self) -> None:
+        self.a = None
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         return (_cofactor(unpack(self, self.a, graph_mode(g)), g),)
@@ -180,6 +194,17 @@ class LinalgSlogdetBackward0(Node):
     a: Saved
     sign: Saved
     logabsdet: Saved
+
+    def __init__(self, a: Saved, sign: Saved, logabsdet: Saved) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.sign = sign
+        self.logabsdet = logabsdet
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.sign = None
+        self.logabsdet = None
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[1]
@@ -257,6 +282,19 @@ class LinalgSolveExBackward0(Node):
     vector: bool
     a_shape: Shape
     b_shape: Shape
+
+    def __init__(self, a: Saved, x: Saved, left: bool, vector: bool, a_shape: Shape, b_shape: Shape) -> None:
+        Node.__init__(self)
+        self.a = a
+        self.x = x
+        self.left = left
+        self.vector = vector
+        self.a_shape = a_shape
+        self.b_shape = b_shape
+
+    def release_variables(self) -> None:
+        self.a = None
+        self.x = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
