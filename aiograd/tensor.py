@@ -46,6 +46,7 @@ from ._memory_format import (
     preserve_format,
 )
 from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
+from ._dtypes import torch_dtype_name as _torch_dtype_name
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
 from ._size import Size
@@ -1051,8 +1052,6 @@ def _random_float(dtype: DTypeLike, op: str) -> np.dtype:
     """The floating dtype of a uniform or normal sample (torch's error for another dtype)."""
     d = _float_or(dtype)
     if d.kind not in "fc":
-        from .ops.nn import _torch_dtype_name
-
         raise NotImplementedError(f"\"{op}\" not implemented for '{_torch_dtype_name(d)}'")
     return d
 

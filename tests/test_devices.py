@@ -14,7 +14,7 @@ import aiograd as ag
 from aiograd.autograd import executors
 from aiograd.autograd.engine import Engine
 from aiograd.autograd.executors import live_threads, policy, runtime
-from aiograd.ops.elementwise import ELEMENTWISE
+from aiograd.ops.pointwise.elementwise import ELEMENTWISE
 from aiograd.ops.linalg import MmBackward0
 
 SinBackward0 = ELEMENTWISE["sin"].nodes[0]  # made from the row's formula (ops/_pointwise.py)

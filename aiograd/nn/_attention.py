@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from ..ops import attention as _attention
-from ..ops import nn as _nn
+from ..ops.nn import attention as _attention
+from ..ops.nn import layers as _nn
 from ..ops._common import checked as _checked
-from ..ops.pad import pad as _pad
-from ..ops.join import cat
+from ..ops.nn.pad import pad as _pad
+from ..ops.movement.join import cat
 from ..tensor import Tensor, zeros
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]

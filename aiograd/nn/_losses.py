@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import elementwise as _ew
-from ..ops import loss as _loss
-from ..ops import nn as _nn
+from ..ops.pointwise import elementwise as _ew
+from ..ops.nn import loss as _loss
+from ..ops.nn import layers as _nn
 from ..ops._common import checked as _checked
-from ..ops._nn_common import check_reduction, reduce_loss, torch_dtype_name
+from ..ops.nn._nn_common import check_reduction, reduce_loss, torch_dtype_name
 from ..tensor import Tensor
 from .._warn import user_stacklevel
 
@@ -401,7 +401,7 @@ def multilabel_soft_margin_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """The binary cross entropy of each label on logits, averaged over the labels (the last dim)."""
-    from ..ops.activation import logsigmoid
+    from ..ops.nn.activation import logsigmoid
 
     reduction = legacy_reduction(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))

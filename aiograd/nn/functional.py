@@ -17,18 +17,18 @@ from typing import Any, Callable
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..ops import activation as _act
-from ..ops import conv as _conv
-from ..ops import elementwise as _ew
-from ..ops import nn as _nn
-from ..ops import normalization as _norm
-from ..ops import pad as _pad
-from ..ops import pool as _pool
-from ..ops import resample as _resample
+from ..ops.nn import activation as _act
+from ..ops.nn import conv as _conv
+from ..ops.pointwise import elementwise as _ew
+from ..ops.nn import layers as _nn
+from ..ops.nn import normalization as _norm
+from ..ops.nn.pad import pad as _pad_op
+from ..ops.nn import pool as _pool
+from ..ops.nn import resample as _resample
 from ..ops._common import checked as _checked
 from ..ops.inplace import _inplace
 from ..ops.linalg import matmul
-from ..ops.shape import int_tuple
+from ..ops.movement.shape import int_tuple
 from ..tensor import Tensor
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from .._warn import user_stacklevel
@@ -95,7 +95,7 @@ adaptive_avg_pool1d = _resample.adaptive_avg_pool1d
 adaptive_avg_pool2d = _checked(_resample.adaptive_avg_pool2d)
 adaptive_max_pool1d = _pool.adaptive_max_pool1d
 adaptive_max_pool2d = _checked(_pool.adaptive_max_pool2d)
-pad = _checked(_pad.pad)
+pad = _checked(_pad_op)
 interpolate = _checked(_resample.interpolate)
 batch_norm = _checked(_norm.batch_norm)
 group_norm = _norm.group_norm
@@ -263,7 +263,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 @_checked
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: an N-d input is viewed as 2-D around one fused product, as torch
-    composes it (its nodes: ViewBackward0 over AddmmBackward0; NOTE [Linear layout] in ops/nn.py)."""
+    composes it (its nodes: ViewBackward0 over AddmmBackward0; NOTE [Linear layout] in ops/nn/layers.py)."""
     if weight.ndim != 2 or input.ndim == 0:
         out = matmul(input, weight.T if weight.ndim == 2 else weight)
         return out + bias if bias is not None else out

@@ -16,9 +16,9 @@ from ..autograd.graph import Node, Saved, record, save, unpack
 from ..tensor import Tensor, new_tensor
 from ._common import common_device, is_operand, needs_grad
 from ._table import OpTable
-from .elementwise import ELEMENTWISE, mul
+from .pointwise.elementwise import ELEMENTWISE, mul
 from .linalg import matmul
-from .shape import UnsafeViewBackward0, ViewBackward0, _index, _wrap_dim, expand, int_tuple, permute, reshape
+from .movement.shape import UnsafeViewBackward0, ViewBackward0, _index, _wrap_dim, expand, int_tuple, permute, reshape
 
 CONTRACT = OpTable("contract")
 
@@ -273,7 +273,7 @@ def einsum(*args: Any) -> Tensor:
     operands = [_as_operand(x, i) for i, x in enumerate(raw)]
     for x in operands[1:]:
         if x.dtype != operands[0].dtype:
-            from .nn import _torch_dtype_name
+            from .._dtypes import torch_dtype_name as _torch_dtype_name
 
             raise RuntimeError(
                 f"expected scalar type {_torch_dtype_name(operands[0].dtype)} but found {_torch_dtype_name(x.dtype)}"

@@ -32,14 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, link_one, record, sum_to
-from ..tensor import Tensor, _to_array, new_tensor
-from ._common import broadcast_shapes, common_device, grad_enabled, is_operand, needs_grad
-from ._table import OpTable
-from .nn import _torch_dtype_name
-from .shape import _wrap_dim, make_view, reshape
+from ...autograd.graph import Node, Shape, link_one, record, sum_to
+from ...tensor import Tensor, _to_array, new_tensor
+from .._common import broadcast_shapes, common_device, grad_enabled, is_operand, needs_grad
+from .._table import OpTable
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
+from ..movement.shape import _wrap_dim, make_view, reshape
 
-INDEX = OpTable("index")
+INDEX = OpTable("indexing.index")
 Index = tuple[Any, ...]  # a normalized numpy index tuple
 
 
@@ -286,7 +286,7 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
     ishape[d] = idx_arr.shape[d]
     xshape = list(shp)
     xshape[d] = input.shape[d]
-    from .shape import expand
+    from ..movement.shape import expand
 
     x = input if tuple(xshape) == input.shape else expand(input, xshape)
     n = input.shape[d]

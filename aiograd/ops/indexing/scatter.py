@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .._warn import warn_user
-from ..autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
-from ..tensor import Tensor, new_tensor
-from ._common import broadcast_shapes, check_operand, common_device, needs_grad, operand_error
-from ._table import OpTable
-from .elementwise import NotImplementedBackward, eq, where
+from ..._warn import warn_user
+from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
+from ...tensor import Tensor, new_tensor
+from .._common import broadcast_shapes, check_operand, common_device, needs_grad, operand_error
+from .._table import OpTable
+from ..pointwise.elementwise import NotImplementedBackward, eq, where
 from .index import (
     IndexPutBackward0,
     _along_dim_index,
@@ -31,11 +31,11 @@ from .index import (
     gather,
     getitem,
 )
-from .join import cat
-from .nn import _torch_dtype_name
-from .shape import _wrap_dim, reshape
+from ..movement.join import cat
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
+from ..movement.shape import _wrap_dim, reshape
 
-SCATTER = OpTable("scatter")
+SCATTER = OpTable("indexing.scatter")
 
 
 class ScatterBackward0(IndexPutBackward0):

@@ -46,7 +46,7 @@ class LinalgCrossBackward0(Node):
 
 
 def _cross(input: Tensor, other: Tensor, dim: int) -> Tensor:
-    from ..shape import _wrap_dim
+    from ..movement.shape import _wrap_dim
 
     ad, bd = input._data, other._data
     if ad.ndim != bd.ndim:

@@ -206,7 +206,7 @@ def qr_backward(gq: Any, gr: Any, q: Any, r: Any) -> Any:
         gq = shift if gq is None else gq + shift
     gx = _qr_backward_tall(gq, gu, q, r[..., :m])
     if is_graph(gx) or is_graph(gy):
-        from ..join import cat
+        from ..movement.join import cat
 
         return cat([x if is_graph(x) else Tensor._wrap(x) for x in (gx, gy)], -1)
     return np.concatenate([gx, gy], -1)

@@ -38,7 +38,7 @@ def _square_any_dtype(op: str, A: Tensor) -> np.ndarray:
 
 def _matrix_power(A: Tensor, n: Any) -> Tensor:
     from ..convert import clone
-    from ..elementwise import where
+    from ..pointwise.elementwise import where
 
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         try:
@@ -107,7 +107,7 @@ def frechet_exp(a: Any, g: Any) -> Any:
     block: Any
     zeros = np.zeros(a.shape, dtype=a.dtype)
     if is_graph(at) or is_graph(g):
-        from ..join import cat
+        from ..movement.join import cat
 
         z = Tensor._wrap(zeros)
         parts = [x if is_graph(x) else Tensor._wrap(np.asarray(x)) for x in (at, g)]

@@ -432,7 +432,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
 @LINALG.op(nodes=(VdotBackward0,), method=False, export=False)
 def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """``aiograd.linalg.vecdot``: ``sum(conj(x) * y, dim)``, batch dims broadcast (``vdot`` for two vectors)."""
-    from ..reduce import sum
+    from ..reduction.reduce import sum
 
     xd, yd = x._data, y._data
     if xd.dtype.kind not in "fc":

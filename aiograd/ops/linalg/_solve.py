@@ -129,7 +129,7 @@ def _cofactor(a: Any, scale: Any) -> Any:
     parts = (_cofactor(fa[good], fscale[good]), _cofactor_by_svd(fa[bad], fscale[bad]))
     order = np.argsort(np.concatenate([good, bad]))
     if is_graph(a):
-        from ..join import cat
+        from ..movement.join import cat
 
         joined = cat([p if is_graph(p) else Tensor._wrap(p) for p in parts], 0)
         return joined[order].reshape(a.shape)
@@ -229,7 +229,7 @@ def linalg_slogdet(A: Tensor) -> return_types.linalg_slogdet:
 def logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: NaN where the determinant is negative, ``-inf`` where it is 0 (made from
     ``slogdet`` and ``where``, as torch)."""
-    from ..elementwise import where
+    from ..pointwise.elementwise import where
 
     d = input._data
     if d.ndim >= 2:

@@ -12,17 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, link_one
-from ..tensor import Tensor, new_tensor
-from ._common import grad_enabled
-from ._table import OpTable
-from .convert import contiguous
-from .elementwise import ELEMENTWISE, logical_xor, sub
-from .index import IndexSelectBackward0, index_select, narrow
+from ...autograd.graph import Node, Shape, link_one
+from ...tensor import Tensor, new_tensor
+from .._common import grad_enabled
+from .._table import OpTable
+from ..convert import contiguous
+from ..pointwise.elementwise import ELEMENTWISE, logical_xor, sub
+from ..indexing.index import IndexSelectBackward0, index_select, narrow
 from .join import cat
 from .shape import ViewBackward0, _index, _wrap_dim, expand, int_tuple, reshape, unsqueeze, view
 
-REARRANGE = OpTable("rearrange")
+REARRANGE = OpTable("movement.rearrange")
 
 
 def _link(node: Node, input: Tensor, out: Tensor) -> Tensor:
@@ -203,7 +203,7 @@ def _repeats_array(repeats: Any) -> np.ndarray | int:
     if isinstance(repeats, (Tensor, np.ndarray, list, tuple)):
         arr = repeats._data if isinstance(repeats, Tensor) else np.asarray(repeats)
         if arr.dtype.kind not in "iu":
-            from .nn import _torch_dtype_name
+            from ..._dtypes import torch_dtype_name as _torch_dtype_name
 
             raise NotImplementedError(
                 f"\"repeat_interleave_cpu\" not implemented for '{_torch_dtype_name(arr.dtype)}'"

@@ -25,15 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, link_one, record, save, unpack
-from ..tensor import Tensor
-from . import elementwise as _ew
-from ._common import grad_enabled, needs_grad, wrap
+from ...autograd.graph import Node, Saved, link_one, record, save, unpack
+from ...tensor import Tensor
+from ..pointwise import elementwise as _ew
+from .._common import grad_enabled, needs_grad, wrap
 from ._nn_common import float_data, torch_dtype_name
-from ._table import OpTable
-from .shape import _wrap_dim
+from .._table import OpTable
+from ..movement.shape import _wrap_dim
 
-ACTIVATION = OpTable("activation")
+ACTIVATION = OpTable("nn.activation")
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946

@@ -20,17 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
-from ..tensor import Tensor, _generator
-from ._common import grad_enabled, needs_grad, wrap
-from ._common import torch_dtype_name as _torch_dtype_name
+from ...autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
+from ...tensor import Tensor, _generator
+from .._common import grad_enabled, needs_grad, wrap
+from .._common import torch_dtype_name as _torch_dtype_name
 from ._nn_common import REDUCTIONS as _REDUCTIONS
 from ._nn_common import check_reduction as _check_reduction
 from ._nn_common import float_data
-from ._table import OpTable
-from .shape import _wrap_dim
+from .._table import OpTable
+from ..movement.shape import _wrap_dim
 
-NN = OpTable("nn")
+NN = OpTable("nn.layers")
 
 
 # ----- softmax / log_softmax ------------------------------------------------------------

@@ -21,15 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
-from ..tensor import Tensor
-from . import elementwise as _ew
-from ._common import broadcast_shapes, needs_grad, wrap
+from ...autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
+from ...tensor import Tensor
+from ..pointwise import elementwise as _ew
+from .._common import broadcast_shapes, needs_grad, wrap
 from ._nn_common import check_reduction, torch_dtype_name
-from ._pointwise import result_type
-from ._table import OpTable
+from .._pointwise import result_type
+from .._table import OpTable
 
-LOSS = OpTable("loss")
+LOSS = OpTable("nn.loss")
 
 
 def _values(x: Any) -> np.ndarray:

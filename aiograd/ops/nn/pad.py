@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, link_one
-from ..tensor import Tensor
-from ._common import grad_enabled, wrap
-from ._table import OpTable
+from ...autograd.graph import Node, link_one
+from ...tensor import Tensor
+from .._common import grad_enabled, wrap
+from .._table import OpTable
 from .resample import _NODES as _RESAMPLE_NODES
 from .resample import _node_class, one_hot_rows, separable
 
-PAD = OpTable("pad")
+PAD = OpTable("nn.pad")
 
 for _kind in ("Reflection", "Replication"):
     for _d in (1, 2, 3):

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import (
+from ...autograd.graph import (
     Node,
     Saved,
     SavedArray,
@@ -30,8 +30,8 @@ from ..autograd.graph import (
     sum_to,
     unpack,
 )
-from ..tensor import Tensor, new_tensor
-from ._common import (
+from ...tensor import Tensor, new_tensor
+from .._common import (
     as_tensor_operand,
     broadcast_shapes,
     check_operand,
@@ -42,10 +42,10 @@ from ._common import (
     torch_dtype_name,
     wrap,
 )
-from ._pointwise import PointwiseTable, cast_result, make_binary, make_unary, prep_operands, result_dtype
-from ._pointwise import result_type as _result_type
+from .._pointwise import PointwiseTable, cast_result, make_binary, make_unary, prep_operands, result_dtype
+from .._pointwise import result_type as _result_type
 
-ELEMENTWISE = PointwiseTable("elementwise")
+ELEMENTWISE = PointwiseTable("pointwise.elementwise")
 
 
 def _saved_value(node: Node, s: Any, graph: bool) -> Any:
@@ -842,7 +842,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     check_operand(condition, "where", "condition", 1)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if input is None and other is None:
-        from .search import nonzero  # the search family imports this one
+        from ..indexing.search import nonzero  # the search family imports this one
 
         return nonzero(condition if isinstance(condition, Tensor) else Tensor._wrap(cond), as_tuple=True)
     if cond.dtype != np.bool_:

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, link_one, save, unpack
-from ..tensor import Tensor, get_default_dtype
-from ._common import grad_enabled, wrap
-from ._pointwise import PointwiseTable, make_binary
+from ...autograd.graph import Node, Saved, link_one, save, unpack
+from ...tensor import Tensor, get_default_dtype
+from .._common import grad_enabled, wrap
+from .._pointwise import PointwiseTable, make_binary
 from .elementwise import _scipy_special
 
-SPECIAL = PointwiseTable("special")
+SPECIAL = PointwiseTable("pointwise.special")
 
 _SQRT_PI_2 = 0.88622692545275801365  # sqrt(pi) / 2
 _TWO_SQRT_PI = 1.12837916709551257390  # 2 / sqrt(pi)

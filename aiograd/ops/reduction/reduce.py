@@ -12,14 +12,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import return_types
-from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
-from ..tensor import Tensor, _resolve_dtype, get_default_dtype
-from ._common import grad_enabled, torch_dtype_name, wrap
-from ._table import OpTable
-from .elementwise import maximum, minimum, where
+from ... import return_types
+from ...autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
+from ...tensor import Tensor, _resolve_dtype, get_default_dtype
+from .._common import grad_enabled, torch_dtype_name, wrap
+from .._table import OpTable
+from ..pointwise.elementwise import maximum, minimum, where
 
-REDUCE = OpTable("reduce")
+REDUCE = OpTable("reduction.reduce")
 Dims = Any  # tuple[int, ...] | None: normalized reduction dims (None: all)
 
 _builtin_max = builtins.max

@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import return_types
-from ..autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
-from ..tensor import Tensor, _resolve_dtype
-from ._common import grad_enabled, torch_dtype_name, wrap
-from ._table import OpTable
-from .elementwise import where
+from ... import return_types
+from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
+from ...tensor import Tensor, _resolve_dtype
+from .._common import grad_enabled, torch_dtype_name, wrap
+from .._table import OpTable
+from ..pointwise.elementwise import where
 from .reduce import accumulation_dtype
-from .shape import _wrap_dim, movedim
+from ..movement.shape import _wrap_dim, movedim
 
-SCAN = OpTable("scan")
+SCAN = OpTable("reduction.scan")
 
 
 def _accumulated(fn: Any, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int, bool]:
