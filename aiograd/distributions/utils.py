@@ -14,7 +14,7 @@ import numpy as np
 from .._generator import rng_of
 from ..autograd.function import Function, once_differentiable
 from ..autograd.grad_mode import enable_grad
-from ..ops.pointwise.elementwise import _scipy_special
+from ..ops.pointwise._scipy import scipy_special as _scipy_special
 from ..tensor import Tensor, get_default_dtype, tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits",

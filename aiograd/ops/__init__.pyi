@@ -133,9 +133,13 @@ from .movement.shape import (
 )
 from .nn.activation import (
     celu as celu,
+    gelu as gelu,
     hardshrink as hardshrink,
+    log_softmax as log_softmax,
     prelu as prelu,
     selu as selu,
+    softmax as softmax,
+    softplus as softplus,
     threshold as threshold,
 )
 from .nn.conv import (
@@ -147,9 +151,9 @@ from .nn.conv import (
 from .nn.layers import (
     dropout as dropout,
     embedding as embedding,
-    log_softmax as log_softmax,
+)
+from .nn.loss import (
     nll_loss as nll_loss,
-    softmax as softmax,
 )
 from .nn.normalization import (
     group_norm as group_norm,
@@ -204,7 +208,6 @@ from .pointwise.elementwise import (
     floor_divide as floor_divide,
     fmod as fmod,
     ge as ge,
-    gelu as gelu,
     gt as gt,
     heaviside as heaviside,
     hypot as hypot,
@@ -245,7 +248,6 @@ from .pointwise.elementwise import (
     sign as sign,
     sin as sin,
     sinh as sinh,
-    softplus as softplus,
     sqrt as sqrt,
     square as square,
     sub as sub,

@@ -26,6 +26,7 @@ from ...autograd.graph import Node, Saved, SavedArray, Shape, record, save, sum_
 from ...tensor import Tensor, _generator
 from .._common import broadcast_shapes, needs_grad, wrap
 from ._nn_common import torch_dtype_name
+from .activation import softmax
 from .._table import OpTable
 
 ATTENTION = OpTable("nn.attention")
@@ -94,8 +95,6 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             s = (q @ _t(k)) * self.scale
             if mask is not None:
                 s = s + mask
-            from .layers import softmax
-
             p: Any = softmax(s, -1)
         else:
             if self.p is None:

@@ -2,7 +2,7 @@
 sinc, xlogy, logit (the ``torch.special`` family that torch also exposes at top level).
 
 The kernels are scipy.special's ufuncs, imported on first use (NOTE [erf] in
-elementwise.py). Each derivative is torch's (derivatives.yaml), written in numpy terms
+_scipy.py). Each derivative is torch's (derivatives.yaml), written in numpy terms
 so that it also serves create_graph passes (NOTE [One rule for both modes] in
 _common.py): where a rule needs another special function (lgamma's needs digamma,
 digamma's polygamma(1, x)), it calls the differentiable op on Tensors and the scipy
@@ -20,7 +20,7 @@ from ...autograd.graph import Node, Saved, link_one, save, unpack
 from ...tensor import Tensor, get_default_dtype
 from .._common import grad_enabled, wrap
 from .._pointwise import PointwiseTable, make_binary
-from .elementwise import _scipy_special
+from ._scipy import scipy_special as _scipy_special
 
 SPECIAL = PointwiseTable("pointwise.special")
 
