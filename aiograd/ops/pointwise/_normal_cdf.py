@@ -1,5 +1,5 @@
 """Phi, the standard normal CDF, as an array kernel: scipy's ndtr, and in float32 a fitted form
-that is about four times as fast (NOTE [Fast Phi]).
+that is faster (NOTE [Fast Phi] has the figures).
 
 Exact GELU (``x * Phi(x)``, aiograd/ops/nn/activation.py) is its one user. The fitted kernel is
 kept for speed alone: scipy.special.ndtr is the reference it is measured against, and float64
