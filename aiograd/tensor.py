@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 import numpy as np
 
 from .autograd import grad_mode as _gm
+from .autograd import backward_sync as _backward_sync
 from .autograd import run_backward as _run_backward
 from .autograd.backward_call import BackwardCall
 from .autograd.backward_call import check_backward_awaited as _check_backward_awaited
@@ -674,8 +675,6 @@ class Tensor(_TensorMethods):
         progress: "bool | Callable[[int, int], Any] | None" = None,
     ) -> None:
         """Blocking ``backward`` for code outside an event loop."""
-        from .autograd import backward_sync as _backward_sync
-
         gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
         _backward_sync(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress)
 

@@ -25,6 +25,7 @@ from .grad_mode import (
     set_detect_anomaly,
     set_grad_enabled,
 )
+from .graph import copy_payload, is_numeric_array, type_description
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -68,7 +69,7 @@ _ONE_GRADIENT: tuple[type, ...] = (np.ndarray, np.generic, str, bytes)
 
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:
-    from ..tensor import Tensor
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
 
     if x is None:
         return ()
@@ -79,9 +80,7 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
 
 def _make_grads(outputs: tuple["Tensor", ...], grads: tuple[Any, ...], create_graph: bool) -> list[Any]:
     """Root gradients: the given ones (shape-checked) or ones for scalar outputs."""
-    from ..tensor import Tensor
-    from .graph import is_numeric_array, type_description
-
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
     out: list[Any] = []
     for i, (o, g) in enumerate(zip(outputs, grads)):
         if g is None:
@@ -123,7 +122,7 @@ def _root_edges(outputs: tuple["Tensor", ...]) -> list[Any]:
 
 def _grad_tensors(tensors: tuple[Any, ...], grad_tensors: Any) -> tuple[Any, ...]:
     """The gradients given for ``tensors``: a sequence of them, or one."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
 
     if grad_tensors is None:
         return (None,) * len(tensors)
@@ -170,7 +169,7 @@ async def run_backward(
     progress: bool | Callable[[int, int], Any] | None = None,
 ) -> None:
     """The pass behind ``backward()``, ``Tensor.backward()`` and ``backward_sync()``."""
-    from .engine import default_engine
+    from .engine import default_engine  # cycle: autograd -> engine -> tensor -> autograd
 
     roots = _as_tuple(tensors)
     if inputs is not None:
@@ -246,10 +245,8 @@ async def run_grad(
     progress: bool | Callable[[int, int], Any] | None = None,
 ) -> tuple["Tensor | None", ...]:
     """The pass behind ``grad()`` and ``grad_sync()``."""
-    from ..tensor import Tensor
-    from .engine import default_engine
-    from .graph import copy_payload
-
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
+    from .engine import default_engine  # cycle: autograd -> engine -> tensor -> autograd
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported; loop over the batch instead")
     if materialize_grads and allow_unused is False:

@@ -42,7 +42,9 @@ from typing import Any, Callable, Optional
 from ..tensor import Tensor, _generator
 from . import grad_mode as _gm
 from .function import Function
-from .graph import AccumulateGrad, Edge, Node, next_sequence_nr, record
+from .graph import _FREED, AccumulateGrad, Edge, Node, next_sequence_nr, record
+from . import run_backward as _backward
+from .engine import current_graph_task, default_engine
 
 __all__ = ["checkpoint"]
 
@@ -130,9 +132,6 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     async def backward(ctx: Any, *grads: Any) -> Any:
-        from . import run_backward as _backward
-        from .engine import current_graph_task
-
         gt = current_graph_task()
         if gt is not None and gt.exec_info is not None:
             raise RuntimeError(_NOT_VALID)
@@ -180,11 +179,7 @@ class CheckpointBackward(Node):
         return self._apply(grads)
 
     async def _apply(self, grads: list[Any]) -> list[Any]:
-        from .engine import default_engine
-
         if self.run is None:
-            from .graph import _FREED
-
             raise RuntimeError(_FREED)
         function, args, kwargs = self.run
         create_graph = _gm.is_grad_enabled()  # the engine runs nodes with grad mode = create_graph

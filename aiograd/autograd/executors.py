@@ -44,6 +44,7 @@ import threadpoolctl
 from .. import _aio
 from ..device import CPU, Device
 from .ready_queue import ReadyQueue
+from . import graph, monitor
 
 if TYPE_CHECKING:
     from .engine import GraphTask
@@ -191,8 +192,6 @@ def _reset_after_fork() -> None:
     stay held forever: every lock aiograd shares between threads is made anew.
     """
     global _RUNTIMES_LOCK
-    from . import graph, monitor
-
     _RUNTIMES_LOCK = threading.Lock()
     for rt in _RUNTIMES.values():
         rt._executor = None

@@ -34,6 +34,7 @@ from ._nodes import record_recv, record_send
 from ._rref_store import RRefStore
 from ._state import _current_agent, _current_context, _current_part
 from .context import DistContext
+from ._engine import Part
 
 __all__ = ["Agent", "natural_key", "LOST_KEPT_S"]
 
@@ -272,7 +273,7 @@ class Agent:
         rref_id: int | None = None,
     ) -> Any:
         """Run ``fn(*args, **kwargs)`` at ``address`` inside ``ctx``; Send/Recv recorded for tensors with grad."""
-        from ._wire import encode, from_wire, to_wire
+        from ._wire import encode, from_wire, to_wire  # on first use: _wire imports dask
 
         payload, crossing = encode((fn, args, kwargs), with_grad=ctx is not None and _gm.is_grad_enabled())
         for rref in payload.rrefs:  # an RRef reaches its owner only after its value is made there
@@ -354,7 +355,7 @@ class Agent:
         self, kind: str, caller: Any, client: str | None, ctx: Any, message_id: int | None, rref_id: int | None,
         payload: Any,
     ) -> Any:
-        from ._wire import encode, from_wire, to_wire
+        from ._wire import encode, from_wire, to_wire  # on first use: _wire imports dask
 
         caller = (str(caller[0]), str(caller[1]))
         self.names[caller[1]] = caller[0]
@@ -392,8 +393,6 @@ class Agent:
 
     def _part_for(self, ctx_meta: Any, pass_id: int, retain_graph: bool, initiator: Any) -> Any:
         """This process's part of pass ``pass_id``, started by whichever message arrives first."""
-        from ._engine import Part
-
         ctx = self.contexts.get(ctx_meta[0])
         if ctx is None:
             return None
@@ -414,7 +413,7 @@ class Agent:
             raise RuntimeError(f"Could not find autograd context with id: {ctx[0]}")
         part = self._part_for(ctx, pass_id, retain_graph, initiator)
         if part is not None:
-            from ._wire import from_wire
+            from ._wire import from_wire  # on first use: _wire imports dask
 
             received = from_wire(payload)
             self.traffic["bytes_in"] += received.nbytes

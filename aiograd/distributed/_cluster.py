@@ -88,7 +88,7 @@ async def init(
     from distributed.core import Server
     from distributed.security import Security
 
-    from ._plugins import AgentSchedulerPlugin, AgentWorkerPlugin
+    from ._plugins import AgentSchedulerPlugin, AgentWorkerPlugin  # on first use, as dask above
 
     security = security if security is not None else Security()
     cluster: Any = None

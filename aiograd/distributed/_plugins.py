@@ -16,6 +16,7 @@ import asyncio
 from typing import Any
 
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+from ._agent import Agent
 
 __all__ = ["AgentWorkerPlugin", "AgentSchedulerPlugin"]
 
@@ -31,8 +32,6 @@ class AgentWorkerPlugin(WorkerPlugin):
         self.agent: Any = None
 
     async def setup(self, worker: Any) -> None:
-        from ._agent import Agent
-
         agent = Agent(str(worker.name), worker.address, worker.rpc, worker.scheduler, self.rpc_timeout)
         worker.handlers.update(agent.handlers)
         self.agent = agent

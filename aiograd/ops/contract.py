@@ -19,6 +19,7 @@ from ._table import OpTable
 from .pointwise.elementwise import ELEMENTWISE, mul
 from .linalg import matmul
 from .movement.shape import UnsafeViewBackward0, ViewBackward0, _index, _wrap_dim, expand, int_tuple, permute, reshape
+from .._dtypes import torch_dtype_name as _torch_dtype_name
 
 CONTRACT = OpTable("contract")
 
@@ -273,8 +274,6 @@ def einsum(*args: Any) -> Tensor:
     operands = [_as_operand(x, i) for i, x in enumerate(raw)]
     for x in operands[1:]:
         if x.dtype != operands[0].dtype:
-            from .._dtypes import torch_dtype_name as _torch_dtype_name
-
             raise RuntimeError(
                 f"expected scalar type {_torch_dtype_name(operands[0].dtype)} but found {_torch_dtype_name(x.dtype)}"
             )

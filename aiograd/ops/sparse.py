@@ -30,7 +30,7 @@ from .._sparse import SparseCOO, unsupported
 from ..autograd.graph import Node, Saved, Shape, link_one, record, save, unpack
 from ..device import CPU, Device
 from ..tensor import Tensor, _resolve_dtype, _to_array, new_tensor
-from ._common import grad_enabled, needs_grad
+from ._common import grad_enabled, needs_grad, torch_dtype_name
 from ._table import OpTable
 from .linalg._products import MmBackward0, mm
 
@@ -493,8 +493,6 @@ def sparse_mm(mat1: Tensor, mat2: Tensor) -> Tensor:
     if b.shape[0] != coo.shape[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {coo.shape[1]}, got {b.shape[0]}")
     if b.dtype != coo.dtype:
-        from ._common import torch_dtype_name
-
         raise RuntimeError(f"expected scalar type {torch_dtype_name(coo.dtype)} but found {torch_dtype_name(b.dtype)}")
     out = new_tensor(np.matmul(coo, b), mat1._device)
     if needs_grad(mat1, mat2):

@@ -37,7 +37,7 @@ from ...tensor import Tensor, _to_array, new_tensor
 from .._common import broadcast_shapes, common_device, grad_enabled, is_operand, needs_grad
 from .._table import OpTable
 from ..._dtypes import torch_dtype_name as _torch_dtype_name
-from ..movement.shape import _wrap_dim, make_view, reshape
+from ..movement.shape import _wrap_dim, expand, make_view, reshape
 
 INDEX = OpTable("indexing.index")
 Index = tuple[Any, ...]  # a normalized numpy index tuple
@@ -286,8 +286,6 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
     ishape[d] = idx_arr.shape[d]
     xshape = list(shp)
     xshape[d] = input.shape[d]
-    from ..movement.shape import expand
-
     x = input if tuple(xshape) == input.shape else expand(input, xshape)
     n = input.shape[d]
     wrapped = np.where((idx_arr < 0) & (idx_arr >= -n), idx_arr + n, idx_arr)  # as numpy's take_along_axis

@@ -36,6 +36,7 @@ from .._common import graph_mode, wrap
 from ._family import (LINALG, LinAlgError, batch_label, check_matrix, check_square, first_failure, lapack_info,
                       not_implemented, records, svd_arrays)
 from ._matrix import diag_embed, diagonal, eye_like, is_graph, mT, solve, tril
+from ..movement.join import cat
 
 __all__ = ["svd", "linalg_svd", "linalg_svdvals", "qr", "linalg_qr", "cholesky", "linalg_cholesky", "linalg_eigh",
            "linalg_eigvalsh"]
@@ -206,8 +207,6 @@ def qr_backward(gq: Any, gr: Any, q: Any, r: Any) -> Any:
         gq = shift if gq is None else gq + shift
     gx = _qr_backward_tall(gq, gu, q, r[..., :m])
     if is_graph(gx) or is_graph(gy):
-        from ..movement.join import cat
-
         return cat([x if is_graph(x) else Tensor._wrap(x) for x in (gx, gy)], -1)
     return np.concatenate([gx, gy], -1)
 

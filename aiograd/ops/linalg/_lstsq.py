@@ -197,7 +197,7 @@ def _lstsq_checks(A: Tensor, B: Tensor, driver: Any) -> tuple[np.ndarray, np.nda
 
 def _solve_one(a: np.ndarray, b: np.ndarray, cond: float, driver: str) -> tuple[np.ndarray, int, Any]:
     """One least-squares problem: (solution, rank, singular values or None)."""
-    import scipy.linalg
+    import scipy.linalg  # on first use, as scipy.special (NOTE [erf])
 
     n = a.shape[-1]
     if a.size == 0 or b.size == 0:

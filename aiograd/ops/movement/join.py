@@ -20,6 +20,7 @@ from .._common import broadcast_shapes, common_device, is_operand, needs_grad
 from .._table import OpTable
 from ..indexing.index import SliceBackward0, getitem
 from .shape import ExpandBackward0, _index, _wrap_dim, expand, int_tuple, make_view, reshape, unsqueeze
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
 
 JOIN = OpTable("movement.join")
 
@@ -385,8 +386,6 @@ def _split_arg(op: str, value: Any) -> int | tuple[int, ...]:
     """A sections count (an int or a 0-d integer tensor) or split indices (a sequence or a 1-d tensor)."""
     if isinstance(value, Tensor):
         if value._data.dtype.kind not in "iu":
-            from ..._dtypes import torch_dtype_name as _torch_dtype_name
-
             raise RuntimeError(
                 f"{op} expected tensor_indices_or_sections to have dtype of long, but got "
                 f"{_torch_dtype_name(value._data.dtype)}"

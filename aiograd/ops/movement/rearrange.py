@@ -21,6 +21,7 @@ from ..pointwise.elementwise import ELEMENTWISE, logical_xor, sub
 from ..indexing.index import IndexSelectBackward0, index_select, narrow
 from .join import cat
 from .shape import ViewBackward0, _index, _wrap_dim, expand, int_tuple, reshape, unsqueeze, view
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
 
 REARRANGE = OpTable("movement.rearrange")
 
@@ -203,8 +204,6 @@ def _repeats_array(repeats: Any) -> np.ndarray | int:
     if isinstance(repeats, (Tensor, np.ndarray, list, tuple)):
         arr = repeats._data if isinstance(repeats, Tensor) else np.asarray(repeats)
         if arr.dtype.kind not in "iu":
-            from ..._dtypes import torch_dtype_name as _torch_dtype_name
-
             raise NotImplementedError(
                 f"\"repeat_interleave_cpu\" not implemented for '{_torch_dtype_name(arr.dtype)}'"
             )

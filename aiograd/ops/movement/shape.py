@@ -21,6 +21,7 @@ from ...autograd.graph import Node, Shape, link_one, sum_to
 from ...tensor import Tensor, new_tensor
 from .._common import grad_enabled
 from .._table import OpTable
+from ..convert import contiguous
 
 SHAPE = OpTable("movement.shape")
 
@@ -278,8 +279,6 @@ def _np_ravel(a: Tensor, order: str = "C") -> Tensor:
 def ravel(input: Tensor) -> Tensor:
     """The elements as a 1-d tensor: a view of a contiguous input, else a view of a
     contiguous copy (as torch: ``contiguous().view(-1)``)."""
-    from ..convert import contiguous
-
     return view(contiguous(input), -1)
 
 

@@ -134,7 +134,7 @@ def _index_add_rows(g: np.ndarray, idx: np.ndarray, rows: int) -> np.ndarray:
         out = np.zeros((rows, D), dtype=g.dtype)
         out[flat] = g2
         return out
-    from scipy import sparse
+    from scipy import sparse  # on first use, as scipy.special (NOTE [erf])
 
     indptr = np.zeros(rows + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])

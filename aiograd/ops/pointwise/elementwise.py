@@ -44,6 +44,7 @@ from .._common import (
 from .._pointwise import PointwiseTable, cast_result, make_binary, make_unary, prep_operands, result_dtype
 from .._pointwise import result_type as _result_type
 from ._scipy import scipy_special as _scipy_special
+from ..indexing.search import nonzero
 
 ELEMENTWISE = PointwiseTable("pointwise.elementwise")
 
@@ -827,8 +828,6 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     check_operand(condition, "where", "condition", 1)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if input is None and other is None:
-        from ..indexing.search import nonzero  # the search family imports this one
-
         return nonzero(condition if isinstance(condition, Tensor) else Tensor._wrap(cond), as_tuple=True)
     if cond.dtype != np.bool_:
         cond = cond.astype(bool)

@@ -29,7 +29,7 @@ from ._tie_order import (
     stl_partial_sort,
     stl_sort,
 )
-from ..pointwise.elementwise import lerp
+from ..pointwise.elementwise import lerp, where
 from .reduce import MaxBackward0, MaxBackward1
 from ..movement.shape import _wrap_dim, movedim
 
@@ -476,8 +476,6 @@ def _rank_weights(q: Tensor, sd: np.ndarray, nan: np.ndarray, ignore_nan: bool, 
     q1 = q.reshape(-1)
     w = q1 * Tensor._wrap(scale, input._device) - Tensor._wrap(below.astype(sd.dtype), input._device)
     if fixed.any():
-        from ..pointwise.elementwise import where
-
         w = where(np.broadcast_to(fixed, w.shape), Tensor._wrap(np.zeros((), sd.dtype)), w)
     return w
 
