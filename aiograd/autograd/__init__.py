@@ -7,6 +7,7 @@ to the engine.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence, Union
 
@@ -57,8 +58,6 @@ _LATE = {"Function": "function", "once_differentiable": "function", "Variable": 
 
 def __getattr__(name: str) -> Any:
     if name in _LATE:
-        import importlib
-
         return getattr(importlib.import_module(f"{__name__}.{_LATE[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from distributed.core import Status
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+
 from ._agent import Agent
 
 __all__ = ["AgentWorkerPlugin", "AgentSchedulerPlugin"]
@@ -106,6 +108,4 @@ TELL_TIMEOUT_S = 10.0
 
 def _running(scheduler: Any) -> bool:
     """Whether the scheduler still serves (no messages while it closes: its comms are going away)."""
-    from distributed.core import Status
-
     return scheduler.status == Status.running

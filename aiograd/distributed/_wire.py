@@ -29,7 +29,7 @@ import types
 from typing import Any
 
 import cloudpickle
-from distributed.protocol import dask_deserialize, dask_serialize
+from distributed.protocol import dask_deserialize, dask_serialize, to_serialize
 
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
@@ -165,8 +165,6 @@ def to_wire(payload: Payload) -> Any:
     """What a Dask message carries for ``payload``: its bytes inline when small, else its frames."""
     if payload.nbytes <= INLINE_BYTES:
         return [bytes(f) for f in payload.frames]
-    from distributed.protocol import to_serialize
-
     return to_serialize(payload)
 
 
