@@ -135,7 +135,7 @@ def thread_poster() -> Callable[..., Any]:
     thread (a ``ThreadInbox`` that the driver drains when no loop runs)."""
     kind = running_loop_kind()
     if kind == "trio":
-        import trio
+        import trio  # only when a trio loop runs: trio is optional
 
         return trio.lowlevel.current_trio_token().run_sync_soon
     if kind is None:

@@ -1,10 +1,14 @@
-"""dtypes aiograd names but cannot hold (a leaf module: imports nothing of aiograd)."""
+"""dtype helpers every layer uses: torch's names of dtypes, and the dtypes aiograd names but cannot
+hold (a leaf module: imports nothing of aiograd, so tensor.py and the ops both import it).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-__all__ = ["UnsupportedDtype", "bfloat16"]
+__all__ = ["UnsupportedDtype", "bfloat16", "torch_dtype_name"]
 
 
 class UnsupportedDtype:
@@ -36,3 +40,12 @@ class UnsupportedDtype:
 
 
 bfloat16 = UnsupportedDtype("bfloat16", 2)
+
+
+def torch_dtype_name(dt: Any) -> str:
+    """torch's name of a dtype in its error messages: ``Float``, ``Long``, ``Bool``..."""
+    return {
+        "float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+        "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+        "complex128": "ComplexDouble",
+    }.get(np.dtype(dt).name, str(dt))

@@ -66,14 +66,14 @@ class Generator:
 
     def get_state(self) -> Any:
         """The generator's state as a uint8 tensor (for ``set_state``)."""
-        from .tensor import Tensor
+        from .tensor import Tensor  # cycle: tensor -> _generator -> tensor
 
         text = json.dumps(self._rng.bit_generator.state).encode()
         return Tensor._wrap(np.frombuffer(text, np.uint8).copy(), self._device)
 
     def set_state(self, new_state: Any) -> "Generator":
         """Restore a state ``get_state`` returned."""
-        from .tensor import Tensor
+        from .tensor import Tensor  # cycle: tensor -> _generator -> tensor
 
         if not isinstance(new_state, Tensor) or new_state.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")

@@ -169,7 +169,7 @@ class profile:
         PNG when a notebook cell returns it.
         """
         mpl_figure = require("matplotlib.figure", "profile.timeline()")
-        from matplotlib import colormaps
+        from matplotlib import colormaps  # the viz extra, on first use (as require above)
         from matplotlib.patches import Patch
 
         events = self.events

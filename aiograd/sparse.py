@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ops._common import checked
+from .ops._common import checked, operand_error
 from .ops import sparse as _sparse
 from .tensor import Tensor
 
@@ -32,8 +32,6 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     """``beta * input + alpha * sparse.mm(mat1, mat2)``: ``mat1`` sparse, ``input`` and ``mat2`` dense."""
     for x, name, position in ((input, "input", 1), (mat1, "mat1", 2), (mat2, "mat2", 3)):
         if not isinstance(x, Tensor):
-            from .ops._common import operand_error
-
             raise operand_error("addmm", name, position, x)
     product = mm(mat1, mat2)
     if alpha != 1:

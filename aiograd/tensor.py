@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 import numpy as np
 
 from .autograd import grad_mode as _gm
+from .autograd import backward_sync as _backward_sync
 from .autograd import run_backward as _run_backward
 from .autograd.backward_call import BackwardCall
 from .autograd.backward_call import check_backward_awaited as _check_backward_awaited
@@ -46,6 +47,7 @@ from ._memory_format import (
     preserve_format,
 )
 from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
+from ._dtypes import torch_dtype_name as _torch_dtype_name
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
 from ._size import Size
@@ -672,8 +674,6 @@ class Tensor(_TensorMethods):
         progress: "bool | Callable[[int, int], Any] | None" = None,
     ) -> None:
         """Blocking ``backward`` for code outside an event loop."""
-        from .autograd import backward_sync as _backward_sync
-
         gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
         _backward_sync(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress)
 
@@ -1050,8 +1050,6 @@ def _random_float(dtype: DTypeLike, op: str) -> np.dtype:
     """The floating dtype of a uniform or normal sample (torch's error for another dtype)."""
     d = _float_or(dtype)
     if d.kind not in "fc":
-        from .ops.nn import _torch_dtype_name
-
         raise NotImplementedError(f"\"{op}\" not implemented for '{_torch_dtype_name(d)}'")
     return d
 

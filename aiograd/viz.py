@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ._optional import require
+from .autograd.graph import AccumulateGrad
 from .autograd.saved import SavedTensor
+from .tensor import Tensor
 
 if TYPE_CHECKING:
     from .autograd.graph import Node
-    from .tensor import Tensor
 
 __all__ = ["make_dot"]
 
@@ -44,9 +45,6 @@ def make_dot(
     tensors it saved for backward (none after a pass freed them).
     """
     graphviz = require("graphviz", "ag.viz.make_dot()")
-    from .autograd.graph import AccumulateGrad
-    from .tensor import Tensor
-
     outputs = (tensor,) if isinstance(tensor, Tensor) else tuple(tensor)
     for t in outputs:
         if not isinstance(t, Tensor):

@@ -9,7 +9,7 @@ Both engines run :func:`loss` (benchmarks/_training.py): the same weights and ba
 LSTM as each library's ``nn.LSTM`` module holding the trainer's tensors as its parameters (torch:
 ``torch.func.functional_call``; aiograd: the tensors placed in the module's parameter table), so
 what is timed is the module users call: in aiograd one fused node per layer whose backward runs
-through time in numpy (NOTE [Backward through time] in aiograd/ops/recurrent.py). The first
+through time in numpy (NOTE [Backward through time] in aiograd/ops/nn/recurrent.py). The first
 steps' losses must agree to 1e-5 (relative). Target (issue 21): the aiograd step <= 1.5x torch's
 with one thread.
 """

@@ -20,7 +20,7 @@ import numpy as np
 
 import aiograd as ag
 import aiograd.nn.functional as F
-from aiograd.ops.recurrent import rnn_layer
+from aiograd.ops.nn.recurrent import rnn_layer
 from helpers import Sampler, distinct, uniform
 
 Shape = tuple[int, ...]
@@ -813,7 +813,7 @@ ROWS: list[OpRow] = [
     OpRow("scaled_dot_product_attention", cases(((1, 4, 3, 2), (1, 2, 3, 2), (1, 2, 3, 2))),
           fn=lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
           node="ScaledDotProductFlashAttentionForCpuBackward0", variant="causal_gqa"),
-    # ----- activations and losses (aiograd.ops.activation, aiograd.ops.loss) ---------------------------
+    # ----- activations and losses (aiograd.ops.nn.activation, aiograd.ops.nn.loss) ---------------------------
     OpRow("linear", cases(((3, 4), (2, 4), (2,))), fn=F.linear, ref=lambda x, w, b: x @ w.T + b,
           node="AddmmBackward0"),
     OpRow("linear", cases(((2, 3, 4), (2, 4)), ((4,), (2, 4))), fn=F.linear, ref=lambda x, w: x @ w.T,

@@ -17,7 +17,7 @@ from aiograd import _aio
 from aiograd.autograd import executors
 from aiograd.autograd.engine import Engine
 from aiograd.autograd.executors import live_threads, policy, runtime
-from aiograd.ops.elementwise import ELEMENTWISE
+from aiograd.ops.pointwise.elementwise import ELEMENTWISE
 from aiograd.ops.linalg import MmBackward0
 
 SinBackward0 = ELEMENTWISE["sin"].nodes[0]  # made from the row's formula (ops/_pointwise.py)

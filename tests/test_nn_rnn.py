@@ -27,7 +27,7 @@ from aiograd.nn.utils.rnn import (
     unpack_sequence,
     unpad_sequence,
 )
-from aiograd.ops.recurrent import rnn_layer
+from aiograd.ops.nn.recurrent import rnn_layer
 from helpers import check_grads
 import rnn_reference as R
 

@@ -73,7 +73,7 @@ def test_the_constructor_sets_each_field_and_release_clears_the_saved_ones(cls: 
     for f, v in values.items():
         assert getattr(node, f) is v, f
     # a node made by its constructor is a fresh node: no edges, no hooks, a sequence number
-    assert node.next_edges == [] and node._pre_hooks is None and not node._hooked
+    assert node.n_edges == 0 and list(node.next_edges) == [] and node._hooks is None
     assert isinstance(node.sequence_nr, int)
     node.release_variables()
     for f, v in values.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -143,10 +144,25 @@ def test_families_have_one_table_each() -> None:
     families = [t.family for t in TABLES]
     assert len(families) == len(set(families))
     assert set(families) == {
-        "elementwise", "reduce", "shape", "join", "rearrange", "diagonal", "contract", "index", "scatter", "search",
-        "sampling", "linalg", "nn", "convert", "inplace", "special", "scan", "sorting", "activation", "conv", "pool",
-        "resample", "pad", "normalization", "loss", "attention", "recurrent", "sparse",
+        "pointwise.elementwise", "pointwise.special",
+        "reduction.reduce", "reduction.scan", "reduction.sorting",
+        "movement.shape", "movement.join", "movement.rearrange", "movement.diagonal",
+        "indexing.index", "indexing.scatter", "indexing.search",
+        "linalg",
+        "nn.activation", "nn.loss", "nn.layers", "nn.conv", "nn.pool", "nn.resample", "nn.pad", "nn.normalization",
+        "nn.attention", "nn.recurrent",
+        "contract", "convert", "sampling", "sparse", "inplace",
     }
+
+
+def test_a_family_is_its_module_path() -> None:
+    """A table's ``family`` is its module's path under aiograd.ops, which the ops made from formulas and
+    the stub generator use as their module (NOTE [Op tables])."""
+    for table in TABLES:
+        module = f"aiograd.ops.{table.family}"
+        assert module in sys.modules, module
+        for op in table:
+            assert op.fn.__module__ == module or op.fn.__module__.startswith(module + "."), (table.family, op.name)
 
 
 def test_every_differentiable_row_names_node_classes() -> None:

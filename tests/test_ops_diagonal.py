@@ -1,4 +1,4 @@
-"""Diagonals and triangles (aiograd/ops/diagonal.py) against numpy and torch's rules: the writable
+"""Diagonals and triangles (aiograd/ops/movement/diagonal.py) against numpy and torch's rules: the writable
 diagonal view, the adjoint pair diagonal/diag_embed to second order, the index helpers, trace's
 dtype; per-op gradients are in tests/op_rows.py."""
 

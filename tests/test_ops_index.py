@@ -1,4 +1,4 @@
-"""Indexing ops (aiograd/ops/index.py): __getitem__ (basic, advanced, masks, mixed),
+"""Indexing ops (aiograd/ops/indexing/index.py): __getitem__ (basic, advanced, masks, mixed),
 gather, index_select, index_put, scatter/scatter_add, index_add, masked_fill,
 take_along_dim, masked_select, nonzero; forward against numpy, gradients against
 finite differences, repeated indices adding up, second derivatives."""

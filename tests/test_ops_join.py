@@ -1,4 +1,4 @@
-"""Joining and splitting (aiograd/ops/join.py): cat/stack/split/chunk/unbind forward against numpy,
+"""Joining and splitting (aiograd/ops/movement/join.py): cat/stack/split/chunk/unbind forward against numpy,
 gradients against finite differences, views and versions; the numpy-style stacks and splits,
 tensor_split, broadcast_tensors and meshgrid against numpy and torch's rules (their gradients are
 in tests/op_rows.py)."""

@@ -1,4 +1,4 @@
-"""Copies that move or repeat elements (aiograd/ops/rearrange.py): roll, rot90, flips,
+"""Copies that move or repeat elements (aiograd/ops/movement/rearrange.py): roll, rot90, flips,
 repeat_interleave, diff against numpy and torch's rules; gradients are in tests/op_rows.py."""
 
 from __future__ import annotations

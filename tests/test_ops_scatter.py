@@ -1,4 +1,4 @@
-"""Indexed writes (aiograd/ops/scatter.py): scatter_reduce against a loop reference and against
+"""Indexed writes (aiograd/ops/indexing/scatter.py): scatter_reduce against a loop reference and against
 gradients computed with torch (hard-coded: ties, zeros, include_self), scatter's legacy reduce,
 index_copy, index_fill, masked_scatter, the in-place twins' node names, torch's errors; per-op
 gradchecks are in tests/op_rows.py."""

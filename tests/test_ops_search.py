@@ -1,4 +1,4 @@
-"""Search ops (aiograd/ops/search.py): nonzero/argwhere/where, searchsorted/bucketize against
+"""Search ops (aiograd/ops/indexing/search.py): nonzero/argwhere/where, searchsorted/bucketize against
 numpy, unique/unique_consecutive against values computed with torch (hard-coded), torch's errors
 and unique's no-derivative grad_fn."""
 

@@ -1,4 +1,4 @@
-"""Views (aiograd/ops/shape.py): torch's stride rule for view, the views of issue 13 (t, narrow,
+"""Views (aiograd/ops/movement/shape.py): torch's stride rule for view, the views of issue 13 (t, narrow,
 select, diagonal, movedim, unflatten, unbind...) sharing memory and version with their base, in-place
 changes through them reaching the base's gradient, node names and torch's errors."""
 

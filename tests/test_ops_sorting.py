@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import aiograd as ag
-from aiograd.ops import _tie_order
+from aiograd.ops.reduction import _tie_order
 from helpers import t64
 
 NAN = float("nan")
@@ -114,7 +114,7 @@ def test_mode_value_and_index_as_torch() -> None:
 
 def test_rows_past_the_replay_budget_keep_a_stable_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """NOTE [Ties]: past the budget, equal values keep their order (and the call stays quick)."""
-    monkeypatch.setattr("aiograd.ops.sorting.REPLAY_BUDGET", 10)
+    monkeypatch.setattr("aiograd.ops.reduction.sorting.REPLAY_BUDGET", 10)
     x = ag.tensor(ROW20)
     assert x.sort().indices.tolist() == x.sort(stable=True).indices.tolist()
     big = ag.tensor(np.arange(200_000) % 3)

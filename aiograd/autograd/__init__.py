@@ -7,6 +7,7 @@ to the engine.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence, Union
 
@@ -25,6 +26,7 @@ from .grad_mode import (
     set_detect_anomaly,
     set_grad_enabled,
 )
+from .graph import is_numeric_array, type_description
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -56,8 +58,6 @@ _LATE = {"Function": "function", "once_differentiable": "function", "Variable": 
 
 def __getattr__(name: str) -> Any:
     if name in _LATE:
-        import importlib
-
         return getattr(importlib.import_module(f"{__name__}.{_LATE[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -68,7 +68,7 @@ _ONE_GRADIENT: tuple[type, ...] = (np.ndarray, np.generic, str, bytes)
 
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:
-    from ..tensor import Tensor
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
 
     if x is None:
         return ()
@@ -79,9 +79,7 @@ def _as_tuple(x: Any) -> tuple[Any, ...]:
 
 def _make_grads(outputs: tuple["Tensor", ...], grads: tuple[Any, ...], create_graph: bool) -> list[Any]:
     """Root gradients: the given ones (shape-checked) or ones for scalar outputs."""
-    from ..tensor import Tensor
-    from .graph import is_numeric_array, type_description
-
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
     out: list[Any] = []
     for i, (o, g) in enumerate(zip(outputs, grads)):
         if g is None:
@@ -123,7 +121,7 @@ def _root_edges(outputs: tuple["Tensor", ...]) -> list[Any]:
 
 def _grad_tensors(tensors: tuple[Any, ...], grad_tensors: Any) -> tuple[Any, ...]:
     """The gradients given for ``tensors``: a sequence of them, or one."""
-    from ..tensor import Tensor
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
 
     if grad_tensors is None:
         return (None,) * len(tensors)
@@ -170,7 +168,7 @@ async def run_backward(
     progress: bool | Callable[[int, int], Any] | None = None,
 ) -> None:
     """The pass behind ``backward()``, ``Tensor.backward()`` and ``backward_sync()``."""
-    from .engine import default_engine
+    from .engine import default_engine  # cycle: autograd -> engine -> tensor -> autograd
 
     roots = _as_tuple(tensors)
     if inputs is not None:
@@ -246,9 +244,9 @@ async def run_grad(
     progress: bool | Callable[[int, int], Any] | None = None,
 ) -> tuple["Tensor | None", ...]:
     """The pass behind ``grad()`` and ``grad_sync()``."""
-    from ..tensor import Tensor
-    from .engine import default_engine
-    from .accumulate import copy_payload
+    from ..tensor import Tensor  # cycle: tensor -> autograd -> tensor
+    from .engine import default_engine  # cycle: autograd -> engine -> tensor -> autograd
+    from .accumulate import copy_payload  # cycle: autograd -> accumulate -> tensor -> autograd
 
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported; loop over the batch instead")

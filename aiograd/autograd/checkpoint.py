@@ -43,6 +43,9 @@ from ..tensor import Tensor, _generator
 from . import grad_mode as _gm
 from .function import Function
 from .graph import AccumulateGrad, Edge, Node, next_sequence_nr, record
+from .saved import FREED
+from . import run_backward as _backward
+from .engine import current_graph_task, default_engine
 
 __all__ = ["checkpoint"]
 
@@ -130,9 +133,6 @@ class _CheckpointFunction(Function):
 
     @staticmethod
     async def backward(ctx: Any, *grads: Any) -> Any:
-        from . import run_backward as _backward
-        from .engine import current_graph_task
-
         gt = current_graph_task()
         if gt is not None and gt.exec_info is not None:
             raise RuntimeError(_NOT_VALID)
@@ -177,7 +177,7 @@ class CheckpointBackward(Node):
     _offloadable = False
 
     def __init__(self, run: SavedRun, rng_state: Any, out_positions: list[int], boundary: tuple[Edge, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.run = run
         self.rng_state = rng_state
         self.out_positions = out_positions
@@ -190,11 +190,7 @@ class CheckpointBackward(Node):
         return self._apply(grads)
 
     async def _apply(self, grads: list[Any]) -> list[Any]:
-        from .engine import default_engine
-
         if self.run is None:
-            from .saved import FREED
-
             raise RuntimeError(FREED)
         function, args, kwargs = self.run
         create_graph = _gm.is_grad_enabled()  # the engine runs nodes with grad mode = create_graph

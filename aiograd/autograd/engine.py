@@ -52,6 +52,7 @@ import warnings
 from time import perf_counter
 from typing import Any, Callable, Sequence
 
+import anyio
 import numpy as np
 
 from .. import _aio
@@ -938,8 +939,6 @@ def _check_nan(node: Node, outputs: Sequence[Any]) -> None:
 
 async def _run_in_fresh_task(fn: Callable[..., Any], *args: Any) -> None:
     """Run ``await fn(*args)`` in a new task of the running loop and wait for it (keeps stacks short)."""
-    import anyio
-
     if not _aio.in_async_context():  # a loop-free pass (NOTE [Loop-free passes] in _aio.py)
         await fn(*args)
         return

@@ -45,6 +45,7 @@ from .. import _aio
 from ..device import CPU, Device
 from .blas_threads import AdaptiveThreads, MachineLoad, adaptive_enabled_by_env
 from .ready_queue import ReadyQueue
+from . import accumulate, monitor
 
 if TYPE_CHECKING:
     from .engine import GraphTask
@@ -195,8 +196,6 @@ def _reset_after_fork() -> None:
     stay held forever: every lock aiograd shares between threads is made anew.
     """
     global _RUNTIMES_LOCK
-    from . import accumulate, monitor
-
     _RUNTIMES_LOCK = threading.Lock()
     for rt in _RUNTIMES.values():
         rt._executor = None

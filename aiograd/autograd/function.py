@@ -19,6 +19,7 @@ from .._sparse import as_payload
 from ..tensor import Tensor
 from . import grad_mode as _gm
 from .graph import Node, is_numeric_array, record, save, save_output, type_description, unpack
+from .engine import current_graph_task
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
 
@@ -59,7 +60,7 @@ class BackwardCFunction(FunctionCtx, Node):
     _offloadable = False  # user Python code (maybe async): always runs on the loop
 
     def __init__(self) -> None:
-        Node.__init__(self)
+        self._init_node()
         self._to_save: tuple[Tensor | None, ...] = ()
         self._saved: list[Any] | None = []
         self._non_differentiable: set[int] = set()
@@ -131,8 +132,6 @@ def _forward_warnings(caught: list[warnings.WarningMessage]) -> None:
     """Hand warnings raised in a backward to the current pass, which re-emits them at its end."""
     if not caught:
         return
-    from .engine import current_graph_task
-
     gt = current_graph_task()
     if gt is None:
         for w in caught:

@@ -17,8 +17,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..tensor import Tensor, zeros_like
 from . import grad_mode as _gm
+from . import run_grad as grad
+from .. import ops
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian"]
 
@@ -131,8 +133,6 @@ async def _autograd_grad(
     retain_graph: bool | None = None,
 ) -> tuple[Tensor | None, ...]:
     """``grad`` over the outputs that require grad; all None when none does."""
-    from . import run_grad as grad
-
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     new_outputs, new_grads = [], []
@@ -150,8 +150,6 @@ async def _autograd_grad(
 def _fill_in_zeros(
     grads: tuple[Tensor | None, ...], refs: tuple[Tensor, ...], strict: bool, create_graph: bool, stage: str
 ) -> tuple[Tensor, ...]:
-    from ..tensor import zeros_like
-
     res = []
     for i, g in enumerate(grads):
         if g is None:
@@ -225,8 +223,6 @@ async def jvp(
 
     ``v`` may be None only when the input is a single one-element Tensor.
     """
-    from ..tensor import zeros_like
-
     with _gm.enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
@@ -257,8 +253,6 @@ async def jvp(
 
 def _stack_rows(rows: list[Tensor], shape: tuple[int, ...]) -> Tensor:
     """Stack equally shaped gradients along a new first axis and reshape to ``shape`` (differentiably)."""
-    from .. import ops
-
     if not any(r.requires_grad for r in rows):
         return Tensor._wrap(np.stack([r._data for r in rows]).reshape(shape), rows[0].device)
     stack = getattr(ops, "stack", None)

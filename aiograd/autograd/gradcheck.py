@@ -46,6 +46,7 @@ import numpy as np
 from .._aio import run_without_loop, running_loop_kind
 from .._sparse import SparseCOO
 from ..tensor import Tensor
+from . import run_grad as grad
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
 
@@ -186,8 +187,6 @@ async def _analytic_jacobian(
     outputs: tuple[Tensor, ...], inputs: tuple[Any, ...], diff_idx: list[int]
 ) -> tuple[list[list[np.ndarray]], list[str]]:
     """``J[k][j]`` computed row by row with one ``grad`` call per output element, plus problems found."""
-    from . import run_grad as grad
-
     diff_inputs = [inputs[i] for i in diff_idx]
     jac = [[np.zeros((_entries(inputs[i]).size, o._data.size)) for o in outputs] for i in diff_idx]
     problems: list[str] = []
@@ -326,8 +325,6 @@ async def _fast_gradcheck(
     raise_exception: bool,
 ) -> bool:
     """torch's fast mode: compare ``u^T J v`` for random unit-norm ``u``, ``v``, per (output, input) pair."""
-    from . import run_grad as grad
-
     rng = np.random.default_rng(0)
     us = []
     for o in outputs:
@@ -397,8 +394,6 @@ async def gradgradcheck(
     Without ``grad_outputs``, random ones in [-1, 1) are drawn (float64,
     requiring grad; non-contiguous with ``gen_non_contig_grad_outputs``).
     """
-    from . import run_grad as grad
-
     inputs = _as_tuple(inputs)
     diff_idx = _diff_inputs(inputs)
     if grad_outputs is None:

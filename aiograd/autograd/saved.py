@@ -171,8 +171,7 @@ def unpack(node: "Node", saved: Any, graph: bool) -> Any:
         return saved.data
     if saved.leaf is not None:
         return saved.leaf
-    # tensor.py imports graph.py, which re-exports this module: Tensor is read at call time.
-    from ..tensor import Tensor
+    from ..tensor import Tensor  # cycle: tensor -> graph -> saved -> tensor (graph re-exports this module)
 
     r = Tensor._wrap(saved.data, saved.device)
     r._version_counter = vc
@@ -194,8 +193,7 @@ def unpack_output(node: "Node", data: Any, counter: VersionCounter, version: int
         raise modified_error(node, data, counter.value, version, False)
     if not graph:
         return data
-    # tensor.py imports graph.py, which re-exports this module: Tensor is read at call time.
-    from ..tensor import Tensor
+    from ..tensor import Tensor  # cycle: tensor -> graph -> saved -> tensor (graph re-exports this module)
 
     r = Tensor._wrap(data, node.device)
     r._version_counter = counter

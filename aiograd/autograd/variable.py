@@ -10,6 +10,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from ..tensor import Tensor, empty
+
 if TYPE_CHECKING:
     # a Tensor to type checkers, which read a call through __init__ (NOTE [Legacy classes for
     # type checkers] in aiograd/_legacy.py)
@@ -20,13 +22,9 @@ else:
 
 class _VariableMeta(type):
     def __instancecheck__(cls, obj: Any) -> bool:
-        from ..tensor import Tensor  # tensor.py imports this package: read on first use
-
         return isinstance(obj, Tensor)
 
     def __call__(cls, data: Any = None, requires_grad: bool = False, volatile: bool = False) -> Any:  # noqa: N805
-        from ..tensor import Tensor, empty  # as above
-
         if volatile:
             warnings.warn("volatile was removed and now has no effect. Use `with ag.no_grad():` instead.",
                           UserWarning, stacklevel=2)

@@ -37,6 +37,7 @@ from ._nodes import record_recv, record_send
 from ._rref_store import RRefStore
 from ._state import _current_agent, _current_context, _current_part
 from .context import DistContext
+from ._engine import Part
 
 __all__ = ["Agent", "natural_key", "LOST_KEPT_S"]
 
@@ -363,7 +364,7 @@ class Agent:
         rref_id: int | None = None,
     ) -> Any:
         """Run ``fn(*args, **kwargs)`` at ``address`` inside ``ctx``; Send/Recv recorded for tensors with grad."""
-        from ._wire import encode, from_wire, to_wire
+        from ._wire import encode, from_wire, to_wire  # on first use: _wire imports dask
 
         # NOTE [One pickle per call]: the call's header (who calls, in which context, the message
         # and RRef ids) travels inside the payload's pickle, beside the function and its arguments,
@@ -436,7 +437,7 @@ class Agent:
         return result
 
     async def _on_call(self, p: Any) -> Any:
-        from ._wire import encode, from_wire, to_wire
+        from ._wire import encode, from_wire, to_wire  # on first use: _wire imports dask
 
         (header, fn, args, kwargs), crossing = from_wire(p).decode()  # NOTE [One pickle per call]
         kind, caller_name, caller_address, client, ctx, message_id, rref_id = header
@@ -474,8 +475,6 @@ class Agent:
 
     def _part_for(self, ctx_meta: Any, pass_id: int, retain_graph: bool, initiator: Any) -> Any:
         """This process's part of pass ``pass_id``, started by whichever message arrives first."""
-        from ._engine import Part
-
         ctx = self.contexts.get(ctx_meta[0])
         if ctx is None:
             return None
@@ -497,7 +496,7 @@ class Agent:
             raise RuntimeError(f"Could not find autograd context with id: {ctx[0]}")
         part = self._part_for(ctx, pass_id, retain_graph, initiator)
         if part is not None:
-            from ._wire import from_wire
+            from ._wire import from_wire  # on first use: _wire imports dask
 
             received = from_wire(payload)
             self.traffic["bytes_in"] += received.nbytes

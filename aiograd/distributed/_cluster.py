@@ -83,12 +83,12 @@ async def init(
             "dist.init(address=..., security=distributed.security.Security(tls_ca_file=..., "
             "tls_client_cert=..., tls_client_key=..., require_encryption=True))"
         )
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster  # dask on first use (the distributed extra)
     from distributed.comm.addressing import get_address_host, parse_address
     from distributed.core import Server
     from distributed.security import Security
 
-    from ._plugins import AgentSchedulerPlugin, AgentWorkerPlugin
+    from ._plugins import AgentSchedulerPlugin, AgentWorkerPlugin  # on first use, as dask above
 
     security = security if security is not None else Security()
     cluster: Any = None

@@ -120,7 +120,7 @@ class Part:
 
     def deliver(self, recv: "RecvRpcBackward", grads: list[Any]) -> None:
         """Send ``recv``'s gradients to its sender (runs as the node's apply)."""
-        from ._wire import encode, to_wire
+        from ._wire import encode, to_wire  # on first use: _wire imports dask
 
         payload, _ = encode(grads, with_grad=False)
         call = self.agent.request(

@@ -41,7 +41,7 @@ def _rebuild_worker_lost(worker: str, detail: str, args: tuple[Any, ...]) -> Wor
 
 def pack_exception(err: BaseException, where: str) -> dict[str, Any]:
     """What a process sends back when ``err`` ended a request it served (see NOTE [Remote exceptions])."""
-    import cloudpickle
+    import cloudpickle  # on first use: with dask, the distributed extra
 
     frames = [f for f in traceback.extract_tb(err.__traceback__) if not _is_machinery(f.filename)]
     tb = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames))

@@ -15,7 +15,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from distributed.core import Status
 from distributed.diagnostics.plugin import SchedulerPlugin, WorkerPlugin
+
+from ._agent import Agent
 
 __all__ = ["AgentWorkerPlugin", "AgentSchedulerPlugin"]
 
@@ -31,8 +34,6 @@ class AgentWorkerPlugin(WorkerPlugin):
         self.agent: Any = None
 
     async def setup(self, worker: Any) -> None:
-        from ._agent import Agent
-
         agent = Agent(str(worker.name), worker.address, worker.rpc, worker.scheduler, self.rpc_timeout)
         worker.handlers.update(agent.handlers)
         self.agent = agent
@@ -107,6 +108,4 @@ TELL_TIMEOUT_S = 10.0
 
 def _running(scheduler: Any) -> bool:
     """Whether the scheduler still serves (no messages while it closes: its comms are going away)."""
-    from distributed.core import Status
-
     return scheduler.status == Status.running

@@ -17,6 +17,8 @@ import concurrent.futures
 import contextvars
 from typing import TYPE_CHECKING, Any, Awaitable, Coroutine, TypeVar
 
+from .._aio import running_loop_kind
+
 if TYPE_CHECKING:
     from ._agent import Agent
     from ._engine import Part
@@ -60,8 +62,6 @@ def current_context() -> "DistContext | None":
 
 def require_asyncio(what: str) -> None:
     """Dask distributed runs on asyncio only: refuse trio (and no loop) with a clear error."""
-    from .._aio import running_loop_kind
-
     kind = running_loop_kind()
     if kind == "asyncio":
         return
@@ -108,8 +108,6 @@ def run_blocking(what: str, alternative: str, coro: Coroutine[Any, Any, T]) -> T
     they refuse with an error naming the awaitable form, since waiting there
     would stop the loop that must serve the reply.
     """
-    from .._aio import running_loop_kind
-
     if running_loop_kind() is not None:
         coro.close()
         raise RuntimeError(
@@ -144,8 +142,6 @@ def submit(what: str, coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Futur
 
 def awaitable_or_run(what: str, alternative: str, coro: Coroutine[Any, Any, T]) -> Any:
     """``coro`` itself under a running loop (to be awaited); without one, its result (NOTE [Blocking calls])."""
-    from .._aio import running_loop_kind
-
     if running_loop_kind() is not None:
         return coro
     return run_blocking(what, alternative, coro)

@@ -32,7 +32,7 @@ from typing import Any
 
 import cloudpickle
 import numpy as np
-from distributed.protocol import dask_deserialize, dask_serialize
+from distributed.protocol import dask_deserialize, dask_serialize, to_serialize
 
 from ..device import Device
 from ..nn.parameter import Parameter
@@ -205,8 +205,6 @@ def to_wire(payload: Payload) -> Any:
         if len(payload.frames) == 1:
             return bytes(payload.frames[0])  # the common case: one bytes object, the cheapest to write
         return [bytes(f) for f in payload.frames]
-    from distributed.protocol import to_serialize
-
     return to_serialize(payload)
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._aio import running_loop_kind
 from ..tensor import Tensor
 from ._state import _current_context, current_agent, run_blocking, run_shielded
 
@@ -146,8 +147,6 @@ class context:
     # ``with dist.context() as context_id`` in a thread that runs no event loop (a plain
     # remote function, a driver thread): torch's form, NOTE [Blocking calls] in _state.py.
     def __enter__(self) -> int:
-        from .._aio import running_loop_kind
-
         if running_loop_kind() is not None:
             raise RuntimeError(
                 "`with dist.context()` is for threads that run no event loop: use `async with dist.context()` here"

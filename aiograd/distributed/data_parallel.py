@@ -28,7 +28,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..autograd import grad
 from ..tensor import Tensor
+from ._cluster import workers as all_workers
 from ._state import current_agent, require_asyncio
 from .rpc import rpc_async
 
@@ -117,8 +119,6 @@ async def _reduced(group: int, step: int, shard: int) -> np.ndarray:
 
 async def _step(group: int, step: int, args: tuple[Any, ...]) -> float:
     """One worker's share of a step (NOTE [Replicas reduced at shards])."""
-    from ..autograd import grad
-
     replica = _replica(group)
     n = len(replica.workers)
     loss = replica.loss_fn(replica.module, *args)
@@ -185,8 +185,6 @@ class DataParallel:
     ) -> "DataParallel":
         """Send ``model`` to every worker once and set up each replica's optimizer."""
         require_asyncio("dist.DataParallel.start")
-        from ._cluster import workers as all_workers
-
         names = list(workers) if workers is not None else all_workers()
         if not names:
             raise ValueError("DataParallel needs at least one worker")

@@ -55,7 +55,7 @@ def _stored_globals(code: types.CodeType) -> list[str]:
 
 def _sent_by_value(func: Any) -> bool:
     try:
-        from cloudpickle.cloudpickle import _should_pickle_by_reference
+        from cloudpickle.cloudpickle import _should_pickle_by_reference  # on first use, with dask
     except ImportError:  # pragma: no cover - another cloudpickle
         return getattr(func, "__module__", None) == "__main__"
     try:

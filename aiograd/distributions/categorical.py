@@ -14,11 +14,13 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..ops import lgamma
-from ..tensor import arange
+from ..tensor import arange, as_tensor, eye
 from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits, rng
+from ..nn.functional import one_hot
+from .discrete import Binomial
 
 __all__ = ["Categorical", "OneHotCategorical", "Multinomial"]
 
@@ -90,8 +92,6 @@ class Categorical(Distribution):
         return self.probs.new_full(self._extended_shape(), math.nan)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
-        from ..tensor import as_tensor
-
         sample_shape = tuple(sample_shape) if not isinstance(sample_shape, int) else (sample_shape,)
         with no_grad():
             p = self.probs.detach().numpy().reshape(-1, self._num_events)
@@ -164,8 +164,6 @@ class OneHotCategorical(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        from ..nn.functional import one_hot
-
         return one_hot(self.probs.argmax(-1), self.probs.shape[-1]).to(self.probs.dtype)
 
     @property
@@ -173,8 +171,6 @@ class OneHotCategorical(Distribution):
         return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
-        from ..nn.functional import one_hot
-
         idx = self._categorical.sample(sample_shape)
         return one_hot(idx, self._event_shape[0]).to(self.probs.dtype)
 
@@ -187,8 +183,6 @@ class OneHotCategorical(Distribution):
         return self._categorical.entropy()
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        from ..tensor import eye
-
         n = self._event_shape[0]
         values = eye(n, dtype=self._param.dtype).reshape((n,) + (1,) * len(self._batch_shape) + (n,))
         return values.expand((n,) + self._batch_shape + (n,)) if expand else values
@@ -244,8 +238,6 @@ class Multinomial(Distribution):
         return self.total_count * self.probs * (1 - self.probs)
 
     def sample(self, sample_shape: Any = ()) -> Tensor:
-        from ..tensor import as_tensor
-
         sample_shape = tuple(sample_shape) if not isinstance(sample_shape, int) else (sample_shape,)
         with no_grad():
             k = self._event_shape[0]
@@ -268,8 +260,6 @@ class Multinomial(Distribution):
 
     def entropy(self) -> Tensor:
         # H = -E[log n!] + sum_i E[log x_i!] - n sum_i p_i log p_i, x_i ~ Binomial(n, p_i)
-        from .discrete import Binomial
-
         n = self.total_count
         binomial = Binomial(total_count=n, probs=self.probs, validate_args=False)
         support = binomial.enumerate_support(False)  # (n + 1, 1, ..., 1)

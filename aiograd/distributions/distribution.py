@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Optional
 
 from ..autograd.grad_mode import no_grad
@@ -174,8 +175,6 @@ class Distribution:
         try:
             support = self.support
         except NotImplementedError:
-            import warnings
-
             warnings.warn(f"{self.__class__} does not define `support` to enable sample validation. "
                           "Please initialize the distribution with `validate_args=False` to turn off validation.",
                           stacklevel=3)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from ..ops import digamma, lgamma, stack, xlogy
+from ..ops import digamma, lgamma, stack, where, xlogy
 from ..tensor import Tensor, full, randn
 from ..tensor import arange as ag_arange
 from . import constraints
@@ -98,8 +98,6 @@ def _dirichlet_rsample(concentration: Tensor, shape: tuple[int, ...]) -> Tensor:
 def _dirichlet_mode(c: Tensor) -> Tensor:
     """The mode of Dirichlet(c): ``(c - 1)+`` normalized. Where every concentration is below 1
     the density is unbounded at every vertex; that case gives the first vertex, as torch does."""
-    from ..ops import where
-
     cm1 = (c - 1).clamp(min=0.0)
     total = cm1.sum(-1, keepdim=True)
     below = (c < 1).all(-1, keepdim=True)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from ..ops import digamma, erf, lgamma, xlogy
-from ..tensor import Tensor
+from ..tensor import Tensor, full
 from .categorical import Categorical, OneHotCategorical
 from .continuous import Cauchy, Exponential, Gumbel, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Geometric, Poisson, _softplus
@@ -23,6 +25,7 @@ from .independent import Independent
 from .multivariate_normal import MultivariateNormal, _mahalanobis
 from .transformed import TransformedDistribution
 from .utils import sum_rightmost
+from ..linalg import solve
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -77,8 +80,6 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
 
 
 def _infinite_like(t: Tensor) -> Tensor:
-    from ..tensor import full
-
     return full(tuple(t.shape), math.inf, dtype=t.dtype)
 
 
@@ -196,10 +197,6 @@ def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
     if p.event_shape != q.event_shape:
         raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
                          "computed")
-    import numpy as np
-
-    from ..linalg import solve
-
     lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
     half_log_det = p._half_log_det() * -1 + q._half_log_det()
     n = p.event_shape[0]

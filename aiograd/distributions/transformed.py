@@ -16,6 +16,8 @@ from .discrete import _ProbsLogits
 from .distribution import Distribution
 from .transforms import ComposeTransform, ExpTransform, SigmoidTransform, Transform
 from .utils import broadcast_all, clamp_probs, sum_rightmost
+from .independent import Independent
+from .categorical import Categorical
 
 __all__ = ["TransformedDistribution", "LogNormal", "LogitRelaxedBernoulli", "RelaxedBernoulli",
            "ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
@@ -49,8 +51,6 @@ class TransformedDistribution(Distribution):
         self.base_dist = base_distribution
         reinterpreted = transform.domain.event_dim - base_event_dim
         if reinterpreted > 0:
-            from .independent import Independent
-
             self.base_dist = Independent(self.base_dist, reinterpreted)
         event_dim = transform.codomain.event_dim + max(base_event_dim - transform.domain.event_dim, 0)
         cut = len(forward_shape) - event_dim
@@ -268,8 +268,6 @@ class ExpRelaxedCategorical(Distribution):
 
     def __init__(self, temperature: Any, probs: Optional[Tensor] = None, logits: Optional[Tensor] = None,
                  validate_args: Optional[bool] = None) -> None:
-        from .categorical import Categorical
-
         self._categorical = Categorical(probs, logits)
         self.temperature = temperature
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],

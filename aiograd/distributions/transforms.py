@@ -10,9 +10,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..tensor import Tensor, full
 from . import constraints
 from .utils import sum_rightmost
+from ..nn.functional import softplus
 
 __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform", "SigmoidTransform",
            "TanhTransform", "SoftmaxTransform", "identity_transform"]
@@ -315,8 +316,6 @@ class SigmoidTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         # log(sigmoid(x) * (1 - sigmoid(x))) = -softplus(-x) - softplus(x)
-        from ..nn.functional import softplus
-
         return -softplus(-x) - softplus(x)
 
 
@@ -344,8 +343,6 @@ class TanhTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         # log(1 - tanh(x)^2) = 2 (log 2 - x - softplus(-2x)), stable for large |x|
-        from ..nn.functional import softplus
-
         return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
@@ -406,8 +403,6 @@ class AffineTransform(Transform):
         return (y - self.loc) / self.scale
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        from ..tensor import full
-
         shape = tuple(x.shape)
         scale = self.scale
         if isinstance(scale, (int, float)):

@@ -14,8 +14,9 @@ import numpy as np
 from .._generator import rng_of
 from ..autograd.function import Function, once_differentiable
 from ..autograd.grad_mode import enable_grad
-from ..ops.elementwise import _scipy_special
+from ..ops.pointwise._scipy import scipy_special as _scipy_special
 from ..tensor import Tensor, get_default_dtype, tensor
+from ..ops import lgamma
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits",
            "standard_gamma", "gammainc", "sum_rightmost", "tiny", "eps"]
@@ -177,8 +178,6 @@ class _GammaInc(Function):
         a, x = ctx.saved_tensors
         if ctx.needs_input_grad[0]:
             raise NotImplementedError("derivative for aten::igamma is not implemented")
-        from ..ops import lgamma
-
         dx = ((a - 1) * x.log() - x - lgamma(a)).exp()
         return None, grad * dx
 

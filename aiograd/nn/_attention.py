@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from ..ops import attention as _attention
-from ..ops import nn as _nn
+from ..ops.nn import activation as _act
+from ..ops.nn import attention as _attention
+from ..ops.nn import layers as _nn
 from ..ops._common import checked as _checked
-from ..ops.pad import pad as _pad
-from ..ops.join import cat
+from ..ops.nn.pad import pad as _pad
+from ..ops.movement.join import cat
 from ..tensor import Tensor, zeros
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -211,7 +212,7 @@ def multi_head_attention_forward(
         weights = q_scaled @ k.transpose(-2, -1)
         if attn_mask is not None:
             weights = weights + attn_mask
-        weights = _nn.softmax(weights, -1)
+        weights = _act.softmax(weights, -1)
         if dropout_p > 0.0:
             weights = _nn.dropout(weights, dropout_p)
         out = (weights @ v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)

@@ -1,6 +1,6 @@
 """The loss functions of aiograd.nn.functional, with torch's signatures.
 
-The pointwise losses are fused ops (aiograd.ops.loss, NOTE [Pointwise losses]);
+The pointwise losses and nll_loss are fused ops (aiograd/ops/nn/loss.py, NOTE [Pointwise losses]);
 cross_entropy is log_softmax + nll_loss (both fused); torch composes l1_loss,
 kl_div and the weighted variants of mse/l1/huber from other ops, and so do we
 (the result's node names are torch's). The legacy ``size_average``/``reduce``
@@ -14,13 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import elementwise as _ew
-from ..ops import loss as _loss
-from ..ops import nn as _nn
-from ..ops._common import checked as _checked
-from ..ops._nn_common import check_reduction, reduce_loss, torch_dtype_name
-from ..tensor import Tensor
 from .._warn import user_stacklevel
+from ..ops._common import checked as _checked
+from ..ops.nn import activation as _act
+from ..ops.nn import loss as _loss
+from ..ops.nn._nn_common import check_reduction, reduce_loss, torch_dtype_name
+from ..ops.nn.activation import logsigmoid
+from ..ops.pointwise import elementwise as _ew
+from ..tensor import Tensor
+from ._distance import pairwise_distance
 
 __all__ = [
     "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -87,7 +89,7 @@ def nll_loss(
 ) -> Tensor:
     """Negative log likelihood loss on log-probabilities, class-index targets."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    return _nn.nll_loss(input, target, weight, ignore_index, reduction)
+    return _loss.nll_loss(input, target, weight, ignore_index, reduction)
 
 
 def _class_weight_view(weight: Tensor, ndim: int) -> Tensor:
@@ -117,8 +119,8 @@ def cross_entropy(
     tshape = target.shape if isinstance(target, Tensor) else np.shape(target)
     if tuple(tshape) == tuple(input.shape):
         return _cross_entropy_prob_target(input, target, weight, reduction, label_smoothing, class_dim, n_classes)
-    logp = _nn.log_softmax(input, class_dim)
-    nll = _nn.nll_loss(logp, target, weight, ignore_index, reduction)
+    logp = _act.log_softmax(input, class_dim)
+    nll = _loss.nll_loss(logp, target, weight, ignore_index, reduction)
     if label_smoothing <= 0.0:
         return nll
     td = target._data if isinstance(target, Tensor) else np.asarray(target)
@@ -161,7 +163,7 @@ def _cross_entropy_prob_target(
             f"cross_entropy: weight tensor should be defined either for all {n_classes} classes or no "
             f"classes but got weight tensor of shape: {list(weight.shape)}"
         )
-    logp = _nn.log_softmax(input, class_dim)
+    logp = _act.log_softmax(input, class_dim)
     if label_smoothing > 0.0:
         target = target * (1 - label_smoothing) + label_smoothing / n_classes
     prod = logp * target
@@ -347,7 +349,7 @@ def soft_margin_loss(
 ) -> Tensor:
     """``log(1 + exp(-target * input))``."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    return _reduced(_ew.softplus(-target * input), reduction)
+    return _reduced(_act.softplus(-target * input), reduction)
 
 
 @_checked
@@ -380,8 +382,6 @@ def triplet_margin_loss(
 ) -> Tensor:
     """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with ``d`` the pairwise p-distance
     (``swap``: the smaller of d(anchor, negative) and d(positive, negative))."""
-    from .functional import pairwise_distance
-
     reduction = legacy_reduction(size_average, reduce, reduction)
     if not anchor.ndim == positive.ndim == negative.ndim:
         raise RuntimeError(
@@ -401,8 +401,6 @@ def multilabel_soft_margin_loss(
     reduction: str = "mean",
 ) -> Tensor:
     """The binary cross entropy of each label on logits, averaged over the labels (the last dim)."""
-    from ..ops.activation import logsigmoid
-
     reduction = legacy_reduction(size_average, reduce, reduction)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:

@@ -1,12 +1,12 @@
 """aiograd.nn.functional: the functional neural-network API, as torch.nn.functional.
 
-The differentiable primitives live in aiograd.ops with their derivative rules
-(activation, conv, pool, resample, pad, normalization, loss, attention, nn);
-this module gives them torch's signatures (``inplace=``, the legacy loss
+The differentiable primitives live in aiograd/ops/nn/ with their derivative rules
+(every activation in activation.py, every loss op in loss.py; layers, conv, pool,
+resample, pad, normalization, attention); this module gives them torch's signatures (``inplace=``, the legacy loss
 keywords, unbatched inputs) and composes what torch composes (softmin, softsign,
 tanhshrink, l1_loss, kl_div, cosine_similarity, pairwise_distance, normalize,
 instance_norm, rms_norm, multi_head_attention_forward), so each result's node
-is the one torch records. Losses: _losses.py; attention: _attention.py.
+is the one torch records. Losses: _losses.py; attention: _attention.py; distances: _distance.py.
 """
 
 from __future__ import annotations
@@ -16,22 +16,23 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._warn import user_stacklevel
 from ..autograd.grad_mode import no_grad
-from ..ops import activation as _act
-from ..ops import conv as _conv
-from ..ops import elementwise as _ew
-from ..ops import nn as _nn
-from ..ops import normalization as _norm
-from ..ops import pad as _pad
-from ..ops import pool as _pool
-from ..ops import resample as _resample
 from ..ops._common import checked as _checked
 from ..ops.inplace import _inplace
 from ..ops.linalg import matmul
-from ..ops.shape import int_tuple
-from ..tensor import Tensor
+from ..ops.movement.shape import int_tuple
+from ..ops.nn import activation as _act
+from ..ops.nn import conv as _conv
+from ..ops.nn import layers as _nn
+from ..ops.nn import normalization as _norm
+from ..ops.nn import pool as _pool
+from ..ops.nn import resample as _resample
+from ..ops.nn.pad import pad as _pad_op
+from ..ops.pointwise import elementwise as _ew
+from ..tensor import Tensor, _generator
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
-from .._warn import user_stacklevel
+from ._distance import cosine_similarity, pairwise_distance
 from ._losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -95,7 +96,7 @@ adaptive_avg_pool1d = _resample.adaptive_avg_pool1d
 adaptive_avg_pool2d = _checked(_resample.adaptive_avg_pool2d)
 adaptive_max_pool1d = _pool.adaptive_max_pool1d
 adaptive_max_pool2d = _checked(_pool.adaptive_max_pool2d)
-pad = _checked(_pad.pad)
+pad = _checked(_pad_op)
 interpolate = _checked(_resample.interpolate)
 batch_norm = _checked(_norm.batch_norm)
 group_norm = _norm.group_norm
@@ -239,13 +240,13 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 @_checked
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """Gaussian error linear unit (``approximate='tanh'`` for the tanh form)."""
-    return _ew.gelu(input, approximate=approximate)
+    return _act.gelu(input, approximate=approximate)
 
 
 @_checked
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta`` (linear above ``threshold``)."""
-    return _ew.softplus(input, beta=beta, threshold=threshold)
+    return _act.softplus(input, beta=beta, threshold=threshold)
 
 
 @_checked
@@ -263,7 +264,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 @_checked
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``: an N-d input is viewed as 2-D around one fused product, as torch
-    composes it (its nodes: ViewBackward0 over AddmmBackward0; NOTE [Linear layout] in ops/nn.py)."""
+    composes it (its nodes: ViewBackward0 over AddmmBackward0; NOTE [Linear layout] in ops/nn/layers.py)."""
     if weight.ndim != 2 or input.ndim == 0:
         out = matmul(input, weight.T if weight.ndim == 2 else weight)
         return out + bias if bias is not None else out
@@ -284,7 +285,7 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     """Softmax along ``dim``."""
     if dim is None:
         dim = _get_softmax_dim("softmax", input.ndim)
-    return _nn.softmax(input, dim, dtype=dtype)
+    return _act.softmax(input, dim, dtype=dtype)
 
 
 @_checked
@@ -292,7 +293,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
     """Softmax of ``-input`` along ``dim``."""
     if dim is None:
         dim = _get_softmax_dim("softmin", input.ndim)
-    return _nn.softmax(-input, dim, dtype=dtype)
+    return _act.softmax(-input, dim, dtype=dtype)
 
 
 @_checked
@@ -300,7 +301,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dty
     """Log of softmax along ``dim``, computed stably."""
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.ndim)
-    return _nn.log_softmax(input, dim, dtype=dtype)
+    return _act.log_softmax(input, dim, dtype=dtype)
 
 
 @_checked
@@ -453,31 +454,6 @@ def embedding(
     return _nn.embedding(input, weight, padding_idx, scale_grad_by_freq)
 
 
-# ----- distances -----------------------------------------------------------------------------------
-
-
-@_checked
-def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``<x1, x2> / (max(||x1||, eps) * max(||x2||, eps))`` along ``dim`` (the operands broadcast), as torch:
-    the clamp holds the values, not the gradient."""
-    shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))  # the norms of the broadcast operands
-    x1 = x1.expand(*shape) if tuple(x1.shape) != shape else x1
-    x2 = x2.expand(*shape) if tuple(x2.shape) != shape else x2
-    n1 = x1.norm(2, dim, keepdim=True)
-    n2 = x2.norm(2, dim, keepdim=True)
-    n1 = n1 + Tensor._wrap(np.maximum(n1._data, eps) - n1._data, n1.device)
-    n2 = n2 + Tensor._wrap(np.maximum(n2._data, eps) - n2._data, n2.device)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
-
-
-@_checked
-def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
-    """The ``p``-norm of ``x1 - x2 + eps`` over the last dim."""
-    diff = x1 - x2 + eps
-    dim = max(x1.ndim, x2.ndim) - 1
-    return diff.norm(p, dim if dim >= 0 else None, keepdim=keepdim)
-
-
 # ----- reshuffling, deprecated resampling names, bilinear, pdist, channel dropout ----------------
 
 
@@ -596,8 +572,6 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, bat
     batched input, dim 0 of an unbatched one."""
     if not training or p == 0.0:
         return input
-    from ..tensor import _generator
-
     lead = 2 if batched else 1
     shape = input.shape[:lead] + (1,) * (input.ndim - lead)
     keep = (_generator().random(shape) >= p).astype(input.dtype) / (1.0 - p) if p < 1.0 else \

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._generator import Generator, rng_of
 from ..autograd.grad_mode import no_grad
-from ..ops._common import torch_dtype_name
+from .._dtypes import torch_dtype_name
 from ..tensor import Tensor
 
 __all__ = [
@@ -105,7 +105,7 @@ def trunc_normal_(
     Drawn by inverting the normal CDF on a uniform sample of [cdf(a), cdf(b)], so a
     window far in a tail costs no more than one near the mean (as torch does it).
     """
-    from scipy import special  # a core dependency (pyproject.toml), imported on first use as in ops/special.py
+    from scipy import special  # a core dependency (pyproject.toml), imported on first use as in ops/pointwise/special.py
 
     _check_floating(tensor, "check_uniform_bounds")
     if mean < a - 2 * std or mean > b + 2 * std:

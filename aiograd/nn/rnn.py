@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.index import index_select
-from ..ops.join import cat, stack
-from ..ops.nn import dropout as _dropout
-from ..ops.recurrent import rnn_layer
+from ..ops.indexing.index import index_select
+from ..ops.movement.join import cat, stack
+from ..ops.nn.layers import dropout as _dropout
+from ..ops.nn.recurrent import rnn_layer
 from ..tensor import Tensor, zeros
 from . import init
 from .modules import Module, _param

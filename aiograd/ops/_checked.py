@@ -364,6 +364,56 @@ def nn_attention__multi_head_attention_forward__method(
     return multi_head_attention_forward
 
 
+# aiograd.nn._distance.cosine_similarity
+def nn_distance__cosine_similarity(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+        if x1.__class__ is not Tensor and not isinstance(x1, Tensor):
+            raise operand_error("cosine_similarity", "x1", 1, x1)
+        if x2.__class__ is not Tensor and not isinstance(x2, Tensor):
+            raise operand_error("cosine_similarity", "x2", 2, x2)
+        if x2._device is not x1._device:
+            common_device(x1, x2)
+        return _fn(x1, x2, dim, eps)
+
+    return cosine_similarity
+
+
+def nn_distance__cosine_similarity__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+        if isinstance(x2, Tensor) and x2._device is not x1._device:
+            common_device(x1, x2)
+        return _fn(x1, x2, dim, eps)
+
+    return cosine_similarity
+
+
+# aiograd.nn._distance.pairwise_distance
+def nn_distance__pairwise_distance(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
+        if x1.__class__ is not Tensor and not isinstance(x1, Tensor):
+            raise operand_error("pairwise_distance", "x1", 1, x1)
+        if x2.__class__ is not Tensor and not isinstance(x2, Tensor):
+            raise operand_error("pairwise_distance", "x2", 2, x2)
+        if x2._device is not x1._device:
+            common_device(x1, x2)
+        return _fn(x1, x2, p, eps, keepdim)
+
+    return pairwise_distance
+
+
+def nn_distance__pairwise_distance__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
+        if isinstance(x2, Tensor) and x2._device is not x1._device:
+            common_device(x1, x2)
+        return _fn(x1, x2, p, eps, keepdim)
+
+    return pairwise_distance
+
+
 # aiograd.nn.functional.adaptive_max_pool1d_with_indices
 def nn_functional__adaptive_max_pool1d_with_indices(
     _fn: Callable[..., Any],
@@ -449,31 +499,6 @@ def nn_functional__celu_(_fn: Callable[..., Any]) -> Callable[..., Any]:
         return _fn(input, alpha)
 
     return celu_
-
-
-# aiograd.nn.functional.cosine_similarity
-def nn_functional__cosine_similarity(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def cosine_similarity(x1, x2, dim=1, eps=1e-08):
-        if x1.__class__ is not Tensor and not isinstance(x1, Tensor):
-            raise operand_error("cosine_similarity", "x1", 1, x1)
-        if x2.__class__ is not Tensor and not isinstance(x2, Tensor):
-            raise operand_error("cosine_similarity", "x2", 2, x2)
-        if x2._device is not x1._device:
-            common_device(x1, x2)
-        return _fn(x1, x2, dim, eps)
-
-    return cosine_similarity
-
-
-def nn_functional__cosine_similarity__method(
-    _fn: Callable[..., Any],
-) -> Callable[..., Any]:
-    def cosine_similarity(x1, x2, dim=1, eps=1e-08):
-        if isinstance(x2, Tensor) and x2._device is not x1._device:
-            common_device(x1, x2)
-        return _fn(x1, x2, dim, eps)
-
-    return cosine_similarity
 
 
 # aiograd.nn.functional.dropout
@@ -894,31 +919,6 @@ def nn_functional__normalize__method(_fn: Callable[..., Any]) -> Callable[..., A
         return _fn(input, p, dim, eps, out)
 
     return normalize
-
-
-# aiograd.nn.functional.pairwise_distance
-def nn_functional__pairwise_distance(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
-        if x1.__class__ is not Tensor and not isinstance(x1, Tensor):
-            raise operand_error("pairwise_distance", "x1", 1, x1)
-        if x2.__class__ is not Tensor and not isinstance(x2, Tensor):
-            raise operand_error("pairwise_distance", "x2", 2, x2)
-        if x2._device is not x1._device:
-            common_device(x1, x2)
-        return _fn(x1, x2, p, eps, keepdim)
-
-    return pairwise_distance
-
-
-def nn_functional__pairwise_distance__method(
-    _fn: Callable[..., Any],
-) -> Callable[..., Any]:
-    def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
-        if isinstance(x2, Tensor) and x2._device is not x1._device:
-            common_device(x1, x2)
-        return _fn(x1, x2, p, eps, keepdim)
-
-    return pairwise_distance
 
 
 # aiograd.nn.functional.pdist
@@ -1987,170 +1987,6 @@ def nn_losses__triplet_margin_loss__method(
     return triplet_margin_loss
 
 
-# aiograd.ops.activation.celu
-def ops_activation__celu(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def celu(input, alpha=1.0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("celu", "input", 1, input)
-        return _fn(input, alpha)
-
-    return celu
-
-
-# aiograd.ops.activation.glu
-def ops_activation__glu(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def glu(input, dim=-1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("glu", "input", 1, input)
-        return _fn(input, dim)
-
-    return glu
-
-
-# aiograd.ops.activation.hardshrink
-def ops_activation__hardshrink(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def hardshrink(input, lambd=0.5):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("hardshrink", "input", 1, input)
-        return _fn(input, lambd)
-
-    return hardshrink
-
-
-# aiograd.ops.activation.logsigmoid
-def ops_activation__logsigmoid(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def logsigmoid(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("logsigmoid", "input", 1, input)
-        return _fn(input)
-
-    return logsigmoid
-
-
-# aiograd.ops.activation.prelu
-def ops_activation__prelu(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def prelu(input, weight):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("prelu", "input", 1, input)
-        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
-            raise operand_error("prelu", "weight", 2, weight)
-        if weight._device is not input._device:
-            common_device(input, weight)
-        return _fn(input, weight)
-
-    return prelu
-
-
-def ops_activation__prelu__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def prelu(input, weight):
-        if isinstance(weight, Tensor) and weight._device is not input._device:
-            common_device(input, weight)
-        return _fn(input, weight)
-
-    return prelu
-
-
-# aiograd.ops.activation.selu
-def ops_activation__selu(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def selu(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("selu", "input", 1, input)
-        return _fn(input)
-
-    return selu
-
-
-# aiograd.ops.activation.softshrink
-def ops_activation__softshrink(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def softshrink(input, lambd=0.5):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("softshrink", "input", 1, input)
-        return _fn(input, lambd)
-
-    return softshrink
-
-
-# aiograd.ops.activation.threshold
-def ops_activation__threshold(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def threshold(input, threshold, value):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("threshold", "input", 1, input)
-        return _fn(input, threshold, value)
-
-    return threshold
-
-
-# aiograd.ops.attention.scaled_dot_product_attention
-def ops_attention__scaled_dot_product_attention(
-    _fn: Callable[..., Any],
-) -> Callable[..., Any]:
-    def scaled_dot_product_attention(
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        if query.__class__ is not Tensor and not isinstance(query, Tensor):
-            raise operand_error("scaled_dot_product_attention", "query", 1, query)
-        if key.__class__ is not Tensor and not isinstance(key, Tensor):
-            raise operand_error("scaled_dot_product_attention", "key", 2, key)
-        if value.__class__ is not Tensor and not isinstance(value, Tensor):
-            raise operand_error("scaled_dot_product_attention", "value", 3, value)
-        if (
-            attn_mask.__class__ is not Tensor
-            and not isinstance(attn_mask, Tensor)
-            and attn_mask is not None
-        ):
-            raise operand_error(
-                "scaled_dot_product_attention", "attn_mask", 4, attn_mask
-            )
-        if (
-            key._device is not query._device
-            or value._device is not query._device
-            or (
-                isinstance(attn_mask, Tensor) and attn_mask._device is not query._device
-            )
-        ):
-            common_device(query, key, value, attn_mask)
-        return _fn(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
-        )
-
-    return scaled_dot_product_attention
-
-
-def ops_attention__scaled_dot_product_attention__method(
-    _fn: Callable[..., Any],
-) -> Callable[..., Any]:
-    def scaled_dot_product_attention(
-        query,
-        key,
-        value,
-        attn_mask=None,
-        dropout_p=0.0,
-        is_causal=False,
-        scale=None,
-        enable_gqa=False,
-    ):
-        if (
-            (isinstance(key, Tensor) and key._device is not query._device)
-            or (isinstance(value, Tensor) and value._device is not query._device)
-            or (
-                isinstance(attn_mask, Tensor) and attn_mask._device is not query._device
-            )
-        ):
-            common_device(query, key, value, attn_mask)
-        return _fn(
-            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
-        )
-
-    return scaled_dot_product_attention
-
-
 # aiograd.ops.contract.inner
 def ops_contract__inner(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def inner(input, other):
@@ -2243,254 +2079,6 @@ def ops_contract__tensordot__method(_fn: Callable[..., Any]) -> Callable[..., An
         return _fn(a, b, dims)
 
     return tensordot
-
-
-# aiograd.ops.conv.conv1d
-def ops_conv__conv1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("conv1d", "input", 1, input)
-        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
-            raise operand_error("conv1d", "weight", 2, weight)
-        if (
-            bias.__class__ is not Tensor
-            and not isinstance(bias, Tensor)
-            and bias is not None
-        ):
-            raise operand_error("conv1d", "bias", 3, bias)
-        if (
-            weight._device is not input._device
-            or (isinstance(bias, Tensor) and bias._device is not input._device)
-            or (isinstance(stride, Tensor) and stride._device is not input._device)
-            or (isinstance(padding, Tensor) and padding._device is not input._device)
-            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
-        ):
-            common_device(input, weight, bias, stride, padding, dilation)
-        return _fn(input, weight, bias, stride, padding, dilation, groups)
-
-    return conv1d
-
-
-def ops_conv__conv1d__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
-            isinstance(bias, Tensor) and bias._device is not input._device
-        ):
-            common_device(input, weight, bias)
-        return _fn(input, weight, bias, stride, padding, dilation, groups)
-
-    return conv1d
-
-
-# aiograd.ops.conv.conv2d
-def ops_conv__conv2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("conv2d", "input", 1, input)
-        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
-            raise operand_error("conv2d", "weight", 2, weight)
-        if (
-            bias.__class__ is not Tensor
-            and not isinstance(bias, Tensor)
-            and bias is not None
-        ):
-            raise operand_error("conv2d", "bias", 3, bias)
-        if (
-            weight._device is not input._device
-            or (isinstance(bias, Tensor) and bias._device is not input._device)
-            or (isinstance(stride, Tensor) and stride._device is not input._device)
-            or (isinstance(padding, Tensor) and padding._device is not input._device)
-            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
-        ):
-            common_device(input, weight, bias, stride, padding, dilation)
-        return _fn(input, weight, bias, stride, padding, dilation, groups)
-
-    return conv2d
-
-
-def ops_conv__conv2d__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
-            isinstance(bias, Tensor) and bias._device is not input._device
-        ):
-            common_device(input, weight, bias)
-        return _fn(input, weight, bias, stride, padding, dilation, groups)
-
-    return conv2d
-
-
-# aiograd.ops.conv.conv_transpose1d
-def ops_conv__conv_transpose1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv_transpose1d(
-        input,
-        weight,
-        bias=None,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        dilation=1,
-    ):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("conv_transpose1d", "input", 1, input)
-        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
-            raise operand_error("conv_transpose1d", "weight", 2, weight)
-        if (
-            bias.__class__ is not Tensor
-            and not isinstance(bias, Tensor)
-            and bias is not None
-        ):
-            raise operand_error("conv_transpose1d", "bias", 3, bias)
-        if (
-            weight._device is not input._device
-            or (isinstance(bias, Tensor) and bias._device is not input._device)
-            or (isinstance(stride, Tensor) and stride._device is not input._device)
-            or (isinstance(padding, Tensor) and padding._device is not input._device)
-            or (
-                isinstance(output_padding, Tensor)
-                and output_padding._device is not input._device
-            )
-            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
-        ):
-            common_device(
-                input, weight, bias, stride, padding, output_padding, dilation
-            )
-        return _fn(
-            input, weight, bias, stride, padding, output_padding, groups, dilation
-        )
-
-    return conv_transpose1d
-
-
-def ops_conv__conv_transpose1d__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv_transpose1d(
-        input,
-        weight,
-        bias=None,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        dilation=1,
-    ):
-        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
-            isinstance(bias, Tensor) and bias._device is not input._device
-        ):
-            common_device(input, weight, bias)
-        return _fn(
-            input, weight, bias, stride, padding, output_padding, groups, dilation
-        )
-
-    return conv_transpose1d
-
-
-# aiograd.ops.conv.conv_transpose2d
-def ops_conv__conv_transpose2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv_transpose2d(
-        input,
-        weight,
-        bias=None,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        dilation=1,
-    ):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("conv_transpose2d", "input", 1, input)
-        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
-            raise operand_error("conv_transpose2d", "weight", 2, weight)
-        if (
-            bias.__class__ is not Tensor
-            and not isinstance(bias, Tensor)
-            and bias is not None
-        ):
-            raise operand_error("conv_transpose2d", "bias", 3, bias)
-        if (
-            weight._device is not input._device
-            or (isinstance(bias, Tensor) and bias._device is not input._device)
-            or (isinstance(stride, Tensor) and stride._device is not input._device)
-            or (isinstance(padding, Tensor) and padding._device is not input._device)
-            or (
-                isinstance(output_padding, Tensor)
-                and output_padding._device is not input._device
-            )
-            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
-        ):
-            common_device(
-                input, weight, bias, stride, padding, output_padding, dilation
-            )
-        return _fn(
-            input, weight, bias, stride, padding, output_padding, groups, dilation
-        )
-
-    return conv_transpose2d
-
-
-def ops_conv__conv_transpose2d__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def conv_transpose2d(
-        input,
-        weight,
-        bias=None,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        dilation=1,
-    ):
-        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
-            isinstance(bias, Tensor) and bias._device is not input._device
-        ):
-            common_device(input, weight, bias)
-        return _fn(
-            input, weight, bias, stride, padding, output_padding, groups, dilation
-        )
-
-    return conv_transpose2d
-
-
-# aiograd.ops.conv.fold
-def ops_conv__fold(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("fold", "input", 1, input)
-        if (
-            (
-                isinstance(output_size, Tensor)
-                and output_size._device is not input._device
-            )
-            or (
-                isinstance(kernel_size, Tensor)
-                and kernel_size._device is not input._device
-            )
-            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
-            or (isinstance(padding, Tensor) and padding._device is not input._device)
-            or (isinstance(stride, Tensor) and stride._device is not input._device)
-        ):
-            common_device(input, output_size, kernel_size, dilation, padding, stride)
-        return _fn(input, output_size, kernel_size, dilation, padding, stride)
-
-    return fold
-
-
-# aiograd.ops.conv.unfold
-def ops_conv__unfold(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("unfold", "input", 1, input)
-        if (
-            (
-                isinstance(kernel_size, Tensor)
-                and kernel_size._device is not input._device
-            )
-            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
-            or (isinstance(padding, Tensor) and padding._device is not input._device)
-            or (isinstance(stride, Tensor) and stride._device is not input._device)
-        ):
-            common_device(input, kernel_size, dilation, padding, stride)
-        return _fn(input, kernel_size, dilation, padding, stride)
-
-    return unfold
 
 
 # aiograd.ops.convert.bool
@@ -2686,371 +2274,8 @@ def ops_convert__type_as__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return type_as
 
 
-# aiograd.ops.diagonal.diag
-def ops_diagonal__diag(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def diag(input, diagonal=0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("diag", "input", 1, input)
-        return _fn(input, diagonal)
-
-    return diag
-
-
-# aiograd.ops.diagonal.diag_embed
-def ops_diagonal__diag_embed(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def diag_embed(input, offset=0, dim1=-2, dim2=-1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("diag_embed", "input", 1, input)
-        return _fn(input, offset, dim1, dim2)
-
-    return diag_embed
-
-
-# aiograd.ops.diagonal.diagflat
-def ops_diagonal__diagflat(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def diagflat(input, offset=0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("diagflat", "input", 1, input)
-        return _fn(input, offset)
-
-    return diagflat
-
-
-# aiograd.ops.diagonal.diagonal
-def ops_diagonal__diagonal(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def diagonal(input, offset=0, dim1=0, dim2=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("diagonal", "input", 1, input)
-        return _fn(input, offset, dim1, dim2)
-
-    return diagonal
-
-
-# aiograd.ops.diagonal.diagonal_scatter
-def ops_diagonal__diagonal_scatter(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("diagonal_scatter", "input", 1, input)
-        if src.__class__ is not Tensor and not isinstance(src, Tensor):
-            raise operand_error("diagonal_scatter", "src", 2, src)
-        if src._device is not input._device:
-            common_device(input, src)
-        return _fn(input, src, offset, dim1, dim2)
-
-    return diagonal_scatter
-
-
-def ops_diagonal__diagonal_scatter__method(
-    _fn: Callable[..., Any],
-) -> Callable[..., Any]:
-    def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
-        if isinstance(src, Tensor) and src._device is not input._device:
-            common_device(input, src)
-        return _fn(input, src, offset, dim1, dim2)
-
-    return diagonal_scatter
-
-
-# aiograd.ops.diagonal.trace
-def ops_diagonal__trace(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def trace(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("trace", "input", 1, input)
-        return _fn(input)
-
-    return trace
-
-
-# aiograd.ops.diagonal.tril
-def ops_diagonal__tril(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def tril(input, diagonal=0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("tril", "input", 1, input)
-        return _fn(input, diagonal)
-
-    return tril
-
-
-# aiograd.ops.diagonal.triu
-def ops_diagonal__triu(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def triu(input, diagonal=0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("triu", "input", 1, input)
-        return _fn(input, diagonal)
-
-    return triu
-
-
-# aiograd.ops.elementwise.addcdiv
-def ops_elementwise__addcdiv(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def addcdiv(input, tensor1, tensor2, *, value=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("addcdiv", "input", 1, input)
-        if tensor1.__class__ is not Tensor and not isinstance(tensor1, Tensor):
-            raise operand_error("addcdiv", "tensor1", 2, tensor1)
-        if tensor2.__class__ is not Tensor and not isinstance(tensor2, Tensor):
-            raise operand_error("addcdiv", "tensor2", 3, tensor2)
-        if (
-            tensor1._device is not input._device
-            or tensor2._device is not input._device
-            or (isinstance(value, Tensor) and value._device is not input._device)
-        ):
-            common_device(input, tensor1, tensor2, value)
-        return _fn(input, tensor1, tensor2, value=value)
-
-    return addcdiv
-
-
-def ops_elementwise__addcdiv__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def addcdiv(input, tensor1, tensor2, *, value=1):
-        if (isinstance(tensor1, Tensor) and tensor1._device is not input._device) or (
-            isinstance(tensor2, Tensor) and tensor2._device is not input._device
-        ):
-            common_device(input, tensor1, tensor2)
-        return _fn(input, tensor1, tensor2, value=value)
-
-    return addcdiv
-
-
-# aiograd.ops.elementwise.addcmul
-def ops_elementwise__addcmul(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def addcmul(input, tensor1, tensor2, *, value=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("addcmul", "input", 1, input)
-        if tensor1.__class__ is not Tensor and not isinstance(tensor1, Tensor):
-            raise operand_error("addcmul", "tensor1", 2, tensor1)
-        if tensor2.__class__ is not Tensor and not isinstance(tensor2, Tensor):
-            raise operand_error("addcmul", "tensor2", 3, tensor2)
-        if (
-            tensor1._device is not input._device
-            or tensor2._device is not input._device
-            or (isinstance(value, Tensor) and value._device is not input._device)
-        ):
-            common_device(input, tensor1, tensor2, value)
-        return _fn(input, tensor1, tensor2, value=value)
-
-    return addcmul
-
-
-def ops_elementwise__addcmul__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def addcmul(input, tensor1, tensor2, *, value=1):
-        if (isinstance(tensor1, Tensor) and tensor1._device is not input._device) or (
-            isinstance(tensor2, Tensor) and tensor2._device is not input._device
-        ):
-            common_device(input, tensor1, tensor2)
-        return _fn(input, tensor1, tensor2, value=value)
-
-    return addcmul
-
-
-# aiograd.ops.elementwise.allclose
-def ops_elementwise__allclose(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("allclose", "input", 1, input)
-        if other.__class__ is not Tensor and not isinstance(other, Tensor):
-            raise operand_error("allclose", "other", 2, other)
-        if other._device is not input._device:
-            common_device(input, other)
-        return _fn(input, other, rtol, atol, equal_nan)
-
-    return allclose
-
-
-def ops_elementwise__allclose__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        if isinstance(other, Tensor) and other._device is not input._device:
-            common_device(input, other)
-        return _fn(input, other, rtol, atol, equal_nan)
-
-    return allclose
-
-
-# aiograd.ops.elementwise.clamp
-def ops_elementwise__clamp(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def clamp(input, min=None, max=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("clamp", "input", 1, input)
-        if (isinstance(min, Tensor) and min._device is not input._device) or (
-            isinstance(max, Tensor) and max._device is not input._device
-        ):
-            common_device(input, min, max)
-        return _fn(input, min, max)
-
-    return clamp
-
-
-# aiograd.ops.elementwise.clamp_max
-def ops_elementwise__clamp_max(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def clamp_max(input, max):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("clamp_max", "input", 1, input)
-        if isinstance(max, Tensor) and max._device is not input._device:
-            common_device(input, max)
-        return _fn(input, max)
-
-    return clamp_max
-
-
-# aiograd.ops.elementwise.clamp_min
-def ops_elementwise__clamp_min(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def clamp_min(input, min):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("clamp_min", "input", 1, input)
-        if isinstance(min, Tensor) and min._device is not input._device:
-            common_device(input, min)
-        return _fn(input, min)
-
-    return clamp_min
-
-
-# aiograd.ops.elementwise.copysign
-def ops_elementwise__copysign(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def copysign(input, other):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("copysign", "input", 1, input)
-        if isinstance(other, Tensor) and other._device is not input._device:
-            common_device(input, other)
-        return _fn(input, other)
-
-    return copysign
-
-
-# aiograd.ops.elementwise.fmod
-def ops_elementwise__fmod(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def fmod(input, other):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("fmod", "input", 1, input)
-        if isinstance(other, Tensor) and other._device is not input._device:
-            common_device(input, other)
-        return _fn(input, other)
-
-    return fmod
-
-
-# aiograd.ops.elementwise.gelu
-def ops_elementwise__gelu(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def gelu(input, approximate="none"):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("gelu", "input", 1, input)
-        return _fn(input, approximate)
-
-    return gelu
-
-
-# aiograd.ops.elementwise.heaviside
-def ops_elementwise__heaviside(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def heaviside(input, values):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("heaviside", "input", 1, input)
-        if values.__class__ is not Tensor and not isinstance(values, Tensor):
-            raise operand_error("heaviside", "values", 2, values)
-        if values._device is not input._device:
-            common_device(input, values)
-        return _fn(input, values)
-
-    return heaviside
-
-
-def ops_elementwise__heaviside__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def heaviside(input, values):
-        if isinstance(values, Tensor) and values._device is not input._device:
-            common_device(input, values)
-        return _fn(input, values)
-
-    return heaviside
-
-
-# aiograd.ops.elementwise.isclose
-def ops_elementwise__isclose(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("isclose", "input", 1, input)
-        if other.__class__ is not Tensor and not isinstance(other, Tensor):
-            raise operand_error("isclose", "other", 2, other)
-        if other._device is not input._device:
-            common_device(input, other)
-        return _fn(input, other, rtol, atol, equal_nan)
-
-    return isclose
-
-
-def ops_elementwise__isclose__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-        if isinstance(other, Tensor) and other._device is not input._device:
-            common_device(input, other)
-        return _fn(input, other, rtol, atol, equal_nan)
-
-    return isclose
-
-
-# aiograd.ops.elementwise.lerp
-def ops_elementwise__lerp(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def lerp(input, end, weight):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("lerp", "input", 1, input)
-        if end.__class__ is not Tensor and not isinstance(end, Tensor):
-            raise operand_error("lerp", "end", 2, end)
-        if end._device is not input._device or (
-            isinstance(weight, Tensor) and weight._device is not input._device
-        ):
-            common_device(input, end, weight)
-        return _fn(input, end, weight)
-
-    return lerp
-
-
-def ops_elementwise__lerp__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def lerp(input, end, weight):
-        if isinstance(end, Tensor) and end._device is not input._device:
-            common_device(input, end)
-        return _fn(input, end, weight)
-
-    return lerp
-
-
-# aiograd.ops.elementwise.nan_to_num
-def ops_elementwise__nan_to_num(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("nan_to_num", "input", 1, input)
-        return _fn(input, nan, posinf, neginf)
-
-    return nan_to_num
-
-
-# aiograd.ops.elementwise.round
-def ops_elementwise__round(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def round(input, *, decimals=0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("round", "input", 1, input)
-        return _fn(input, decimals=decimals)
-
-    return round
-
-
-# aiograd.ops.elementwise.softplus
-def ops_elementwise__softplus(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def softplus(input, beta=1.0, threshold=20.0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("softplus", "input", 1, input)
-        return _fn(input, beta, threshold)
-
-    return softplus
-
-
-# aiograd.ops.elementwise.square
-def ops_elementwise__square(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def square(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("square", "input", 1, input)
-        return _fn(input)
-
-    return square
-
-
-# aiograd.ops.index.gather
-def ops_index__gather(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.gather
+def ops_indexing_index__gather(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def gather(input, dim, index):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("gather", "input", 1, input)
@@ -3061,8 +2286,8 @@ def ops_index__gather(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return gather
 
 
-# aiograd.ops.index.index_put
-def ops_index__index_put(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.index_put
+def ops_indexing_index__index_put(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def index_put(input, indices, values, accumulate=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("index_put", "input", 1, input)
@@ -3075,8 +2300,8 @@ def ops_index__index_put(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return index_put
 
 
-# aiograd.ops.index.index_select
-def ops_index__index_select(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.index_select
+def ops_indexing_index__index_select(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def index_select(input, dim, index):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("index_select", "input", 1, input)
@@ -3087,8 +2312,8 @@ def ops_index__index_select(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return index_select
 
 
-# aiograd.ops.index.masked_select
-def ops_index__masked_select(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.masked_select
+def ops_indexing_index__masked_select(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def masked_select(input, mask):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("masked_select", "input", 1, input)
@@ -3099,8 +2324,8 @@ def ops_index__masked_select(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return masked_select
 
 
-# aiograd.ops.index.narrow
-def ops_index__narrow(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.narrow
+def ops_indexing_index__narrow(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def narrow(input, dim, start, length):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("narrow", "input", 1, input)
@@ -3111,8 +2336,8 @@ def ops_index__narrow(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return narrow
 
 
-# aiograd.ops.index.narrow_copy
-def ops_index__narrow_copy(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.narrow_copy
+def ops_indexing_index__narrow_copy(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def narrow_copy(input, dim, start, length):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("narrow_copy", "input", 1, input)
@@ -3121,8 +2346,8 @@ def ops_index__narrow_copy(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return narrow_copy
 
 
-# aiograd.ops.index.select
-def ops_index__select(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.select
+def ops_indexing_index__select(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def select(input, dim, index):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("select", "input", 1, input)
@@ -3131,8 +2356,8 @@ def ops_index__select(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return select
 
 
-# aiograd.ops.index.take
-def ops_index__take(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.take
+def ops_indexing_index__take(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def take(input, index):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("take", "input", 1, input)
@@ -3145,7 +2370,7 @@ def ops_index__take(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return take
 
 
-def ops_index__take__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
+def ops_indexing_index__take__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def take(input, index):
         if isinstance(index, Tensor) and index._device is not input._device:
             common_device(input, index)
@@ -3154,8 +2379,8 @@ def ops_index__take__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return take
 
 
-# aiograd.ops.index.take_along_dim
-def ops_index__take_along_dim(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.indexing.index.take_along_dim
+def ops_indexing_index__take_along_dim(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def take_along_dim(input, indices, dim=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("take_along_dim", "input", 1, input)
@@ -3164,6 +2389,322 @@ def ops_index__take_along_dim(_fn: Callable[..., Any]) -> Callable[..., Any]:
         return _fn(input, indices, dim)
 
     return take_along_dim
+
+
+# aiograd.ops.indexing.scatter.index_add
+def ops_indexing_scatter__index_add(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def index_add(input, dim, index, source, *, alpha=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("index_add", "input", 1, input)
+        if source.__class__ is not Tensor and not isinstance(source, Tensor):
+            raise operand_error("index_add", "source", 4, source)
+        if (
+            (isinstance(index, Tensor) and index._device is not input._device)
+            or source._device is not input._device
+            or (isinstance(alpha, Tensor) and alpha._device is not input._device)
+        ):
+            common_device(input, index, source, alpha)
+        return _fn(input, dim, index, source, alpha=alpha)
+
+    return index_add
+
+
+def ops_indexing_scatter__index_add__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def index_add(input, dim, index, source, *, alpha=1):
+        if isinstance(source, Tensor) and source._device is not input._device:
+            common_device(input, source)
+        return _fn(input, dim, index, source, alpha=alpha)
+
+    return index_add
+
+
+# aiograd.ops.indexing.scatter.index_copy
+def ops_indexing_scatter__index_copy(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def index_copy(input, dim, index, source):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("index_copy", "input", 1, input)
+        if index.__class__ is not Tensor and not isinstance(index, Tensor):
+            raise operand_error("index_copy", "index", 3, index)
+        if source.__class__ is not Tensor and not isinstance(source, Tensor):
+            raise operand_error("index_copy", "source", 4, source)
+        if index._device is not input._device or source._device is not input._device:
+            common_device(input, index, source)
+        return _fn(input, dim, index, source)
+
+    return index_copy
+
+
+def ops_indexing_scatter__index_copy__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def index_copy(input, dim, index, source):
+        if (isinstance(index, Tensor) and index._device is not input._device) or (
+            isinstance(source, Tensor) and source._device is not input._device
+        ):
+            common_device(input, index, source)
+        return _fn(input, dim, index, source)
+
+    return index_copy
+
+
+# aiograd.ops.indexing.scatter.index_fill
+def ops_indexing_scatter__index_fill(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def index_fill(input, dim, index, value):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("index_fill", "input", 1, input)
+        if index.__class__ is not Tensor and not isinstance(index, Tensor):
+            raise operand_error("index_fill", "index", 3, index)
+        if index._device is not input._device or (
+            isinstance(value, Tensor) and value._device is not input._device
+        ):
+            common_device(input, index, value)
+        return _fn(input, dim, index, value)
+
+    return index_fill
+
+
+def ops_indexing_scatter__index_fill__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def index_fill(input, dim, index, value):
+        if isinstance(index, Tensor) and index._device is not input._device:
+            common_device(input, index)
+        return _fn(input, dim, index, value)
+
+    return index_fill
+
+
+# aiograd.ops.indexing.scatter.masked_fill
+def ops_indexing_scatter__masked_fill(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def masked_fill(input, mask, value):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("masked_fill", "input", 1, input)
+        if (isinstance(mask, Tensor) and mask._device is not input._device) or (
+            isinstance(value, Tensor) and value._device is not input._device
+        ):
+            common_device(input, mask, value)
+        return _fn(input, mask, value)
+
+    return masked_fill
+
+
+# aiograd.ops.indexing.scatter.masked_scatter
+def ops_indexing_scatter__masked_scatter(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def masked_scatter(input, mask, source):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("masked_scatter", "input", 1, input)
+        if mask.__class__ is not Tensor and not isinstance(mask, Tensor):
+            raise operand_error("masked_scatter", "mask", 2, mask)
+        if source.__class__ is not Tensor and not isinstance(source, Tensor):
+            raise operand_error("masked_scatter", "source", 3, source)
+        if mask._device is not input._device or source._device is not input._device:
+            common_device(input, mask, source)
+        return _fn(input, mask, source)
+
+    return masked_scatter
+
+
+def ops_indexing_scatter__masked_scatter__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def masked_scatter(input, mask, source):
+        if (isinstance(mask, Tensor) and mask._device is not input._device) or (
+            isinstance(source, Tensor) and source._device is not input._device
+        ):
+            common_device(input, mask, source)
+        return _fn(input, mask, source)
+
+    return masked_scatter
+
+
+# aiograd.ops.indexing.scatter.scatter
+def ops_indexing_scatter__scatter(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("scatter", "input", 1, input)
+        if (
+            (isinstance(index, Tensor) and index._device is not input._device)
+            or (isinstance(src, Tensor) and src._device is not input._device)
+            or (isinstance(value, Tensor) and value._device is not input._device)
+        ):
+            common_device(input, index, src, value)
+        return _fn(input, dim, index, src, value=value, reduce=reduce)
+
+    return scatter
+
+
+# aiograd.ops.indexing.scatter.scatter_add
+def ops_indexing_scatter__scatter_add(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def scatter_add(input, dim, index, src):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("scatter_add", "input", 1, input)
+        if src.__class__ is not Tensor and not isinstance(src, Tensor):
+            raise operand_error("scatter_add", "src", 4, src)
+        if (
+            isinstance(index, Tensor) and index._device is not input._device
+        ) or src._device is not input._device:
+            common_device(input, index, src)
+        return _fn(input, dim, index, src)
+
+    return scatter_add
+
+
+def ops_indexing_scatter__scatter_add__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def scatter_add(input, dim, index, src):
+        if isinstance(src, Tensor) and src._device is not input._device:
+            common_device(input, src)
+        return _fn(input, dim, index, src)
+
+    return scatter_add
+
+
+# aiograd.ops.indexing.scatter.scatter_reduce
+def ops_indexing_scatter__scatter_reduce(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("scatter_reduce", "input", 1, input)
+        if src.__class__ is not Tensor and not isinstance(src, Tensor):
+            raise operand_error("scatter_reduce", "src", 4, src)
+        if (
+            isinstance(index, Tensor) and index._device is not input._device
+        ) or src._device is not input._device:
+            common_device(input, index, src)
+        return _fn(input, dim, index, src, reduce, include_self=include_self)
+
+    return scatter_reduce
+
+
+def ops_indexing_scatter__scatter_reduce__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+        if isinstance(src, Tensor) and src._device is not input._device:
+            common_device(input, src)
+        return _fn(input, dim, index, src, reduce, include_self=include_self)
+
+    return scatter_reduce
+
+
+# aiograd.ops.indexing.search.argwhere
+def ops_indexing_search__argwhere(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def argwhere(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("argwhere", "input", 1, input)
+        return _fn(input)
+
+    return argwhere
+
+
+# aiograd.ops.indexing.search.bucketize
+def ops_indexing_search__bucketize(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def bucketize(input, boundaries, *, out_int32=False, right=False):
+        if boundaries.__class__ is not Tensor and not isinstance(boundaries, Tensor):
+            raise operand_error("bucketize", "boundaries", 2, boundaries)
+        if isinstance(input, Tensor) and input._device is not boundaries._device:
+            common_device(input, boundaries)
+        return _fn(input, boundaries, out_int32=out_int32, right=right)
+
+    return bucketize
+
+
+def ops_indexing_search__bucketize__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def bucketize(input, boundaries, *, out_int32=False, right=False):
+        if isinstance(boundaries, Tensor) and boundaries._device is not input._device:
+            common_device(input, boundaries)
+        return _fn(input, boundaries, out_int32=out_int32, right=right)
+
+    return bucketize
+
+
+# aiograd.ops.indexing.search.nonzero
+def ops_indexing_search__nonzero(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def nonzero(input, *, as_tuple=False):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("nonzero", "input", 1, input)
+        return _fn(input, as_tuple=as_tuple)
+
+    return nonzero
+
+
+# aiograd.ops.indexing.search.searchsorted
+def ops_indexing_search__searchsorted(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def searchsorted(
+        sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None
+    ):
+        if sorted_sequence.__class__ is not Tensor and not isinstance(
+            sorted_sequence, Tensor
+        ):
+            raise operand_error("searchsorted", "sorted_sequence", 1, sorted_sequence)
+        if (
+            sorter.__class__ is not Tensor
+            and not isinstance(sorter, Tensor)
+            and sorter is not None
+        ):
+            raise operand_error("searchsorted", "sorter", None, sorter)
+        if (
+            isinstance(input, Tensor) and input._device is not sorted_sequence._device
+        ) or (
+            isinstance(sorter, Tensor) and sorter._device is not sorted_sequence._device
+        ):
+            common_device(sorted_sequence, input, sorter)
+        return _fn(
+            sorted_sequence,
+            input,
+            out_int32=out_int32,
+            right=right,
+            side=side,
+            sorter=sorter,
+        )
+
+    return searchsorted
+
+
+def ops_indexing_search__searchsorted__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def searchsorted(
+        sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None
+    ):
+        if isinstance(sorter, Tensor) and sorter._device is not sorted_sequence._device:
+            common_device(sorted_sequence, sorter)
+        return _fn(
+            sorted_sequence,
+            input,
+            out_int32=out_int32,
+            right=right,
+            side=side,
+            sorter=sorter,
+        )
+
+    return searchsorted
+
+
+# aiograd.ops.indexing.search.unique
+def ops_indexing_search__unique(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("unique", "input", 1, input)
+        return _fn(input, sorted, return_inverse, return_counts, dim)
+
+    return unique
+
+
+# aiograd.ops.indexing.search.unique_consecutive
+def ops_indexing_search__unique_consecutive(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("unique_consecutive", "input", 1, input)
+        return _fn(input, return_inverse, return_counts, dim)
+
+    return unique_consecutive
 
 
 # aiograd.ops.inplace.abs_
@@ -4012,130 +3553,6 @@ def ops_inplace__zero_(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return zero_
 
 
-# aiograd.ops.join.chunk
-def ops_join__chunk(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def chunk(input, chunks, dim=0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("chunk", "input", 1, input)
-        return _fn(input, chunks, dim)
-
-    return chunk
-
-
-# aiograd.ops.join.dsplit
-def ops_join__dsplit(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def dsplit(input, indices_or_sections):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("dsplit", "input", 1, input)
-        if (
-            isinstance(indices_or_sections, Tensor)
-            and indices_or_sections._device is not input._device
-        ):
-            common_device(input, indices_or_sections)
-        return _fn(input, indices_or_sections)
-
-    return dsplit
-
-
-# aiograd.ops.join.hsplit
-def ops_join__hsplit(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def hsplit(input, indices_or_sections):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("hsplit", "input", 1, input)
-        if (
-            isinstance(indices_or_sections, Tensor)
-            and indices_or_sections._device is not input._device
-        ):
-            common_device(input, indices_or_sections)
-        return _fn(input, indices_or_sections)
-
-    return hsplit
-
-
-# aiograd.ops.join.split
-def ops_join__split(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def split(tensor, split_size_or_sections, dim=0):
-        if tensor.__class__ is not Tensor and not isinstance(tensor, Tensor):
-            raise operand_error("split", "tensor", 1, tensor)
-        if (
-            isinstance(split_size_or_sections, Tensor)
-            and split_size_or_sections._device is not tensor._device
-        ):
-            common_device(tensor, split_size_or_sections)
-        return _fn(tensor, split_size_or_sections, dim)
-
-    return split
-
-
-# aiograd.ops.join.tensor_split
-def ops_join__tensor_split(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def tensor_split(
-        input,
-        indices_or_sections=None,
-        dim=0,
-        *,
-        sections=None,
-        indices=None,
-        tensor_indices_or_sections=None,
-    ):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("tensor_split", "input", 1, input)
-        if (
-            (
-                isinstance(indices_or_sections, Tensor)
-                and indices_or_sections._device is not input._device
-            )
-            or (isinstance(sections, Tensor) and sections._device is not input._device)
-            or (isinstance(indices, Tensor) and indices._device is not input._device)
-            or (
-                isinstance(tensor_indices_or_sections, Tensor)
-                and tensor_indices_or_sections._device is not input._device
-            )
-        ):
-            common_device(
-                input,
-                indices_or_sections,
-                sections,
-                indices,
-                tensor_indices_or_sections,
-            )
-        return _fn(
-            input,
-            indices_or_sections,
-            dim,
-            sections=sections,
-            indices=indices,
-            tensor_indices_or_sections=tensor_indices_or_sections,
-        )
-
-    return tensor_split
-
-
-# aiograd.ops.join.unbind
-def ops_join__unbind(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def unbind(input, dim=0):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("unbind", "input", 1, input)
-        return _fn(input, dim)
-
-    return unbind
-
-
-# aiograd.ops.join.vsplit
-def ops_join__vsplit(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def vsplit(input, indices_or_sections):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("vsplit", "input", 1, input)
-        if (
-            isinstance(indices_or_sections, Tensor)
-            and indices_or_sections._device is not input._device
-        ):
-            common_device(input, indices_or_sections)
-        return _fn(input, indices_or_sections)
-
-    return vsplit
-
-
 # aiograd.ops.linalg._cdist.cdist
 def ops_linalg_cdist__cdist(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
@@ -4842,39 +4259,606 @@ def ops_linalg_solve__slogdet(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return slogdet
 
 
-# aiograd.ops.nn.dropout
-def ops_nn__dropout(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def dropout(input, p=0.5, train=True):
+# aiograd.ops.movement.diagonal.diag
+def ops_movement_diagonal__diag(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def diag(input, diagonal=0):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("dropout", "input", 1, input)
-        return _fn(input, p, train)
+            raise operand_error("diag", "input", 1, input)
+        return _fn(input, diagonal)
 
-    return dropout
-
-
-# aiograd.ops.nn.embedding
-def ops_nn__embedding(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def embedding(input, weight, padding_idx=None, scale_grad_by_freq=False):
-        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
-            raise operand_error("embedding", "weight", 2, weight)
-        if isinstance(input, Tensor) and input._device is not weight._device:
-            common_device(input, weight)
-        return _fn(input, weight, padding_idx, scale_grad_by_freq)
-
-    return embedding
+    return diag
 
 
-def ops_nn__embedding__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def embedding(input, weight, padding_idx=None, scale_grad_by_freq=False):
-        if isinstance(weight, Tensor) and weight._device is not input._device:
-            common_device(input, weight)
-        return _fn(input, weight, padding_idx, scale_grad_by_freq)
+# aiograd.ops.movement.diagonal.diag_embed
+def ops_movement_diagonal__diag_embed(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("diag_embed", "input", 1, input)
+        return _fn(input, offset, dim1, dim2)
 
-    return embedding
+    return diag_embed
 
 
-# aiograd.ops.nn.log_softmax
-def ops_nn__log_softmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.movement.diagonal.diagflat
+def ops_movement_diagonal__diagflat(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def diagflat(input, offset=0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("diagflat", "input", 1, input)
+        return _fn(input, offset)
+
+    return diagflat
+
+
+# aiograd.ops.movement.diagonal.diagonal
+def ops_movement_diagonal__diagonal(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def diagonal(input, offset=0, dim1=0, dim2=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("diagonal", "input", 1, input)
+        return _fn(input, offset, dim1, dim2)
+
+    return diagonal
+
+
+# aiograd.ops.movement.diagonal.diagonal_scatter
+def ops_movement_diagonal__diagonal_scatter(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("diagonal_scatter", "input", 1, input)
+        if src.__class__ is not Tensor and not isinstance(src, Tensor):
+            raise operand_error("diagonal_scatter", "src", 2, src)
+        if src._device is not input._device:
+            common_device(input, src)
+        return _fn(input, src, offset, dim1, dim2)
+
+    return diagonal_scatter
+
+
+def ops_movement_diagonal__diagonal_scatter__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+        if isinstance(src, Tensor) and src._device is not input._device:
+            common_device(input, src)
+        return _fn(input, src, offset, dim1, dim2)
+
+    return diagonal_scatter
+
+
+# aiograd.ops.movement.diagonal.trace
+def ops_movement_diagonal__trace(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def trace(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("trace", "input", 1, input)
+        return _fn(input)
+
+    return trace
+
+
+# aiograd.ops.movement.diagonal.tril
+def ops_movement_diagonal__tril(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def tril(input, diagonal=0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("tril", "input", 1, input)
+        return _fn(input, diagonal)
+
+    return tril
+
+
+# aiograd.ops.movement.diagonal.triu
+def ops_movement_diagonal__triu(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def triu(input, diagonal=0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("triu", "input", 1, input)
+        return _fn(input, diagonal)
+
+    return triu
+
+
+# aiograd.ops.movement.join.chunk
+def ops_movement_join__chunk(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def chunk(input, chunks, dim=0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("chunk", "input", 1, input)
+        return _fn(input, chunks, dim)
+
+    return chunk
+
+
+# aiograd.ops.movement.join.dsplit
+def ops_movement_join__dsplit(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def dsplit(input, indices_or_sections):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("dsplit", "input", 1, input)
+        if (
+            isinstance(indices_or_sections, Tensor)
+            and indices_or_sections._device is not input._device
+        ):
+            common_device(input, indices_or_sections)
+        return _fn(input, indices_or_sections)
+
+    return dsplit
+
+
+# aiograd.ops.movement.join.hsplit
+def ops_movement_join__hsplit(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def hsplit(input, indices_or_sections):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("hsplit", "input", 1, input)
+        if (
+            isinstance(indices_or_sections, Tensor)
+            and indices_or_sections._device is not input._device
+        ):
+            common_device(input, indices_or_sections)
+        return _fn(input, indices_or_sections)
+
+    return hsplit
+
+
+# aiograd.ops.movement.join.split
+def ops_movement_join__split(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def split(tensor, split_size_or_sections, dim=0):
+        if tensor.__class__ is not Tensor and not isinstance(tensor, Tensor):
+            raise operand_error("split", "tensor", 1, tensor)
+        if (
+            isinstance(split_size_or_sections, Tensor)
+            and split_size_or_sections._device is not tensor._device
+        ):
+            common_device(tensor, split_size_or_sections)
+        return _fn(tensor, split_size_or_sections, dim)
+
+    return split
+
+
+# aiograd.ops.movement.join.tensor_split
+def ops_movement_join__tensor_split(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def tensor_split(
+        input,
+        indices_or_sections=None,
+        dim=0,
+        *,
+        sections=None,
+        indices=None,
+        tensor_indices_or_sections=None,
+    ):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("tensor_split", "input", 1, input)
+        if (
+            (
+                isinstance(indices_or_sections, Tensor)
+                and indices_or_sections._device is not input._device
+            )
+            or (isinstance(sections, Tensor) and sections._device is not input._device)
+            or (isinstance(indices, Tensor) and indices._device is not input._device)
+            or (
+                isinstance(tensor_indices_or_sections, Tensor)
+                and tensor_indices_or_sections._device is not input._device
+            )
+        ):
+            common_device(
+                input,
+                indices_or_sections,
+                sections,
+                indices,
+                tensor_indices_or_sections,
+            )
+        return _fn(
+            input,
+            indices_or_sections,
+            dim,
+            sections=sections,
+            indices=indices,
+            tensor_indices_or_sections=tensor_indices_or_sections,
+        )
+
+    return tensor_split
+
+
+# aiograd.ops.movement.join.unbind
+def ops_movement_join__unbind(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def unbind(input, dim=0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("unbind", "input", 1, input)
+        return _fn(input, dim)
+
+    return unbind
+
+
+# aiograd.ops.movement.join.vsplit
+def ops_movement_join__vsplit(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def vsplit(input, indices_or_sections):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("vsplit", "input", 1, input)
+        if (
+            isinstance(indices_or_sections, Tensor)
+            and indices_or_sections._device is not input._device
+        ):
+            common_device(input, indices_or_sections)
+        return _fn(input, indices_or_sections)
+
+    return vsplit
+
+
+# aiograd.ops.movement.rearrange.diff
+def ops_movement_rearrange__diff(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def diff(input, n=1, dim=-1, prepend=None, append=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("diff", "input", 1, input)
+        if (
+            prepend.__class__ is not Tensor
+            and not isinstance(prepend, Tensor)
+            and prepend is not None
+        ):
+            raise operand_error("diff", "prepend", 4, prepend)
+        if (
+            append.__class__ is not Tensor
+            and not isinstance(append, Tensor)
+            and append is not None
+        ):
+            raise operand_error("diff", "append", 5, append)
+        if (isinstance(prepend, Tensor) and prepend._device is not input._device) or (
+            isinstance(append, Tensor) and append._device is not input._device
+        ):
+            common_device(input, prepend, append)
+        return _fn(input, n, dim, prepend, append)
+
+    return diff
+
+
+def ops_movement_rearrange__diff__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def diff(input, n=1, dim=-1, prepend=None, append=None):
+        if (isinstance(prepend, Tensor) and prepend._device is not input._device) or (
+            isinstance(append, Tensor) and append._device is not input._device
+        ):
+            common_device(input, prepend, append)
+        return _fn(input, n, dim, prepend, append)
+
+    return diff
+
+
+# aiograd.ops.movement.rearrange.flip
+def ops_movement_rearrange__flip(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def flip(input, dims=None, *, axis=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("flip", "input", 1, input)
+        if (isinstance(dims, Tensor) and dims._device is not input._device) or (
+            isinstance(axis, Tensor) and axis._device is not input._device
+        ):
+            common_device(input, dims, axis)
+        return _fn(input, dims, axis=axis)
+
+    return flip
+
+
+# aiograd.ops.movement.rearrange.fliplr
+def ops_movement_rearrange__fliplr(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def fliplr(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("fliplr", "input", 1, input)
+        return _fn(input)
+
+    return fliplr
+
+
+# aiograd.ops.movement.rearrange.flipud
+def ops_movement_rearrange__flipud(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def flipud(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("flipud", "input", 1, input)
+        return _fn(input)
+
+    return flipud
+
+
+# aiograd.ops.movement.rearrange.repeat
+def ops_movement_rearrange__repeat(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def repeat(input, *sizes):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("repeat", "input", 1, input)
+        return _fn(input, *sizes)
+
+    return repeat
+
+
+# aiograd.ops.movement.rearrange.repeat_interleave
+def ops_movement_rearrange__repeat_interleave(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("repeat_interleave", "input", 1, input)
+        if isinstance(repeats, Tensor) and repeats._device is not input._device:
+            common_device(input, repeats)
+        return _fn(input, repeats, dim, output_size=output_size)
+
+    return repeat_interleave
+
+
+# aiograd.ops.movement.rearrange.roll
+def ops_movement_rearrange__roll(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def roll(input, shifts, dims=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("roll", "input", 1, input)
+        if (isinstance(shifts, Tensor) and shifts._device is not input._device) or (
+            isinstance(dims, Tensor) and dims._device is not input._device
+        ):
+            common_device(input, shifts, dims)
+        return _fn(input, shifts, dims)
+
+    return roll
+
+
+# aiograd.ops.movement.rearrange.rot90
+def ops_movement_rearrange__rot90(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def rot90(input, k=1, dims=(0, 1)):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("rot90", "input", 1, input)
+        if isinstance(dims, Tensor) and dims._device is not input._device:
+            common_device(input, dims)
+        return _fn(input, k, dims)
+
+    return rot90
+
+
+# aiograd.ops.movement.rearrange.tile
+def ops_movement_rearrange__tile(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def tile(input, dims, *more):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("tile", "input", 1, input)
+        if isinstance(dims, Tensor) and dims._device is not input._device:
+            common_device(input, dims)
+        return _fn(input, dims, *more)
+
+    return tile
+
+
+# aiograd.ops.movement.shape.broadcast_to
+def ops_movement_shape__broadcast_to(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def broadcast_to(input, shape):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("broadcast_to", "input", 1, input)
+        if isinstance(shape, Tensor) and shape._device is not input._device:
+            common_device(input, shape)
+        return _fn(input, shape)
+
+    return broadcast_to
+
+
+# aiograd.ops.movement.shape.expand
+def ops_movement_shape__expand(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def expand(input, *sizes):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("expand", "input", 1, input)
+        return _fn(input, *sizes)
+
+    return expand
+
+
+# aiograd.ops.movement.shape.expand_as
+def ops_movement_shape__expand_as__any_device(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def expand_as(self, other):
+        if self.__class__ is not Tensor and not isinstance(self, Tensor):
+            raise operand_error("expand_as", "self", 1, self)
+        if other.__class__ is not Tensor and not isinstance(other, Tensor):
+            raise operand_error("expand_as", "other", 2, other)
+        return _fn(self, other)
+
+    return expand_as
+
+
+# aiograd.ops.movement.shape.flatten
+def ops_movement_shape__flatten(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def flatten(input, start_dim=0, end_dim=-1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("flatten", "input", 1, input)
+        return _fn(input, start_dim, end_dim)
+
+    return flatten
+
+
+# aiograd.ops.movement.shape.movedim
+def ops_movement_shape__movedim(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def movedim(input, source, destination):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("movedim", "input", 1, input)
+        if (isinstance(source, Tensor) and source._device is not input._device) or (
+            isinstance(destination, Tensor) and destination._device is not input._device
+        ):
+            common_device(input, source, destination)
+        return _fn(input, source, destination)
+
+    return movedim
+
+
+# aiograd.ops.movement.shape.permute
+def ops_movement_shape__permute(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def permute(input, *dims, axes=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("permute", "input", 1, input)
+        if isinstance(axes, Tensor) and axes._device is not input._device:
+            common_device(input, axes)
+        return _fn(input, *dims, axes=axes)
+
+    return permute
+
+
+# aiograd.ops.movement.shape.ravel
+def ops_movement_shape__ravel(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def ravel(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("ravel", "input", 1, input)
+        return _fn(input)
+
+    return ravel
+
+
+# aiograd.ops.movement.shape.reshape
+def ops_movement_shape__reshape(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def reshape(input, *shape):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("reshape", "input", 1, input)
+        return _fn(input, *shape)
+
+    return reshape
+
+
+# aiograd.ops.movement.shape.reshape_as
+def ops_movement_shape__reshape_as__any_device(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def reshape_as(self, other):
+        if self.__class__ is not Tensor and not isinstance(self, Tensor):
+            raise operand_error("reshape_as", "self", 1, self)
+        if other.__class__ is not Tensor and not isinstance(other, Tensor):
+            raise operand_error("reshape_as", "other", 2, other)
+        return _fn(self, other)
+
+    return reshape_as
+
+
+# aiograd.ops.movement.shape.squeeze
+def ops_movement_shape__squeeze(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def squeeze(input, dim=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("squeeze", "input", 1, input)
+        if isinstance(dim, Tensor) and dim._device is not input._device:
+            common_device(input, dim)
+        return _fn(input, dim)
+
+    return squeeze
+
+
+# aiograd.ops.movement.shape.swapaxes
+def ops_movement_shape__swapaxes(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def swapaxes(input, axis0, axis1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("swapaxes", "input", 1, input)
+        return _fn(input, axis0, axis1)
+
+    return swapaxes
+
+
+# aiograd.ops.movement.shape.swapdims
+def ops_movement_shape__swapdims(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def swapdims(input, dim0, dim1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("swapdims", "input", 1, input)
+        return _fn(input, dim0, dim1)
+
+    return swapdims
+
+
+# aiograd.ops.movement.shape.t
+def ops_movement_shape__t(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def t(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("t", "input", 1, input)
+        return _fn(input)
+
+    return t
+
+
+# aiograd.ops.movement.shape.transpose
+def ops_movement_shape__transpose(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def transpose(input, dim0, dim1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("transpose", "input", 1, input)
+        return _fn(input, dim0, dim1)
+
+    return transpose
+
+
+# aiograd.ops.movement.shape.unflatten
+def ops_movement_shape__unflatten(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def unflatten(input, dim, sizes):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("unflatten", "input", 1, input)
+        if isinstance(sizes, Tensor) and sizes._device is not input._device:
+            common_device(input, sizes)
+        return _fn(input, dim, sizes)
+
+    return unflatten
+
+
+# aiograd.ops.movement.shape.unsqueeze
+def ops_movement_shape__unsqueeze(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def unsqueeze(input, dim):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("unsqueeze", "input", 1, input)
+        return _fn(input, dim)
+
+    return unsqueeze
+
+
+# aiograd.ops.movement.shape.view
+def ops_movement_shape__view(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def view(input, *shape):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("view", "input", 1, input)
+        return _fn(input, *shape)
+
+    return view
+
+
+# aiograd.ops.movement.shape.view_as
+def ops_movement_shape__view_as__any_device(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def view_as(self, other):
+        if self.__class__ is not Tensor and not isinstance(self, Tensor):
+            raise operand_error("view_as", "self", 1, self)
+        if other.__class__ is not Tensor and not isinstance(other, Tensor):
+            raise operand_error("view_as", "other", 2, other)
+        return _fn(self, other)
+
+    return view_as
+
+
+# aiograd.ops.nn.activation.celu
+def ops_nn_activation__celu(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def celu(input, alpha=1.0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("celu", "input", 1, input)
+        return _fn(input, alpha)
+
+    return celu
+
+
+# aiograd.ops.nn.activation.gelu
+def ops_nn_activation__gelu(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def gelu(input, approximate="none"):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("gelu", "input", 1, input)
+        return _fn(input, approximate)
+
+    return gelu
+
+
+# aiograd.ops.nn.activation.glu
+def ops_nn_activation__glu(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def glu(input, dim=-1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("glu", "input", 1, input)
+        return _fn(input, dim)
+
+    return glu
+
+
+# aiograd.ops.nn.activation.hardshrink
+def ops_nn_activation__hardshrink(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def hardshrink(input, lambd=0.5):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("hardshrink", "input", 1, input)
+        return _fn(input, lambd)
+
+    return hardshrink
+
+
+# aiograd.ops.nn.activation.log_softmax
+def ops_nn_activation__log_softmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def log_softmax(input, dim, dtype=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("log_softmax", "input", 1, input)
@@ -4885,8 +4869,457 @@ def ops_nn__log_softmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return log_softmax
 
 
-# aiograd.ops.nn.nll_loss
-def ops_nn__nll_loss(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.activation.logsigmoid
+def ops_nn_activation__logsigmoid(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def logsigmoid(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("logsigmoid", "input", 1, input)
+        return _fn(input)
+
+    return logsigmoid
+
+
+# aiograd.ops.nn.activation.prelu
+def ops_nn_activation__prelu(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def prelu(input, weight):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("prelu", "input", 1, input)
+        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
+            raise operand_error("prelu", "weight", 2, weight)
+        if weight._device is not input._device:
+            common_device(input, weight)
+        return _fn(input, weight)
+
+    return prelu
+
+
+def ops_nn_activation__prelu__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def prelu(input, weight):
+        if isinstance(weight, Tensor) and weight._device is not input._device:
+            common_device(input, weight)
+        return _fn(input, weight)
+
+    return prelu
+
+
+# aiograd.ops.nn.activation.selu
+def ops_nn_activation__selu(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def selu(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("selu", "input", 1, input)
+        return _fn(input)
+
+    return selu
+
+
+# aiograd.ops.nn.activation.softmax
+def ops_nn_activation__softmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def softmax(input, dim, dtype=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("softmax", "input", 1, input)
+        if isinstance(dtype, Tensor) and dtype._device is not input._device:
+            common_device(input, dtype)
+        return _fn(input, dim, dtype)
+
+    return softmax
+
+
+# aiograd.ops.nn.activation.softplus
+def ops_nn_activation__softplus(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def softplus(input, beta=1.0, threshold=20.0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("softplus", "input", 1, input)
+        return _fn(input, beta, threshold)
+
+    return softplus
+
+
+# aiograd.ops.nn.activation.softshrink
+def ops_nn_activation__softshrink(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def softshrink(input, lambd=0.5):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("softshrink", "input", 1, input)
+        return _fn(input, lambd)
+
+    return softshrink
+
+
+# aiograd.ops.nn.activation.threshold
+def ops_nn_activation__threshold(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def threshold(input, threshold, value):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("threshold", "input", 1, input)
+        return _fn(input, threshold, value)
+
+    return threshold
+
+
+# aiograd.ops.nn.attention.scaled_dot_product_attention
+def ops_nn_attention__scaled_dot_product_attention(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=None,
+        dropout_p=0.0,
+        is_causal=False,
+        scale=None,
+        enable_gqa=False,
+    ):
+        if query.__class__ is not Tensor and not isinstance(query, Tensor):
+            raise operand_error("scaled_dot_product_attention", "query", 1, query)
+        if key.__class__ is not Tensor and not isinstance(key, Tensor):
+            raise operand_error("scaled_dot_product_attention", "key", 2, key)
+        if value.__class__ is not Tensor and not isinstance(value, Tensor):
+            raise operand_error("scaled_dot_product_attention", "value", 3, value)
+        if (
+            attn_mask.__class__ is not Tensor
+            and not isinstance(attn_mask, Tensor)
+            and attn_mask is not None
+        ):
+            raise operand_error(
+                "scaled_dot_product_attention", "attn_mask", 4, attn_mask
+            )
+        if (
+            key._device is not query._device
+            or value._device is not query._device
+            or (
+                isinstance(attn_mask, Tensor) and attn_mask._device is not query._device
+            )
+        ):
+            common_device(query, key, value, attn_mask)
+        return _fn(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
+        )
+
+    return scaled_dot_product_attention
+
+
+def ops_nn_attention__scaled_dot_product_attention__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=None,
+        dropout_p=0.0,
+        is_causal=False,
+        scale=None,
+        enable_gqa=False,
+    ):
+        if (
+            (isinstance(key, Tensor) and key._device is not query._device)
+            or (isinstance(value, Tensor) and value._device is not query._device)
+            or (
+                isinstance(attn_mask, Tensor) and attn_mask._device is not query._device
+            )
+        ):
+            common_device(query, key, value, attn_mask)
+        return _fn(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa
+        )
+
+    return scaled_dot_product_attention
+
+
+# aiograd.ops.nn.conv.conv1d
+def ops_nn_conv__conv1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("conv1d", "input", 1, input)
+        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
+            raise operand_error("conv1d", "weight", 2, weight)
+        if (
+            bias.__class__ is not Tensor
+            and not isinstance(bias, Tensor)
+            and bias is not None
+        ):
+            raise operand_error("conv1d", "bias", 3, bias)
+        if (
+            weight._device is not input._device
+            or (isinstance(bias, Tensor) and bias._device is not input._device)
+            or (isinstance(stride, Tensor) and stride._device is not input._device)
+            or (isinstance(padding, Tensor) and padding._device is not input._device)
+            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
+        ):
+            common_device(input, weight, bias, stride, padding, dilation)
+        return _fn(input, weight, bias, stride, padding, dilation, groups)
+
+    return conv1d
+
+
+def ops_nn_conv__conv1d__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
+            isinstance(bias, Tensor) and bias._device is not input._device
+        ):
+            common_device(input, weight, bias)
+        return _fn(input, weight, bias, stride, padding, dilation, groups)
+
+    return conv1d
+
+
+# aiograd.ops.nn.conv.conv2d
+def ops_nn_conv__conv2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("conv2d", "input", 1, input)
+        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
+            raise operand_error("conv2d", "weight", 2, weight)
+        if (
+            bias.__class__ is not Tensor
+            and not isinstance(bias, Tensor)
+            and bias is not None
+        ):
+            raise operand_error("conv2d", "bias", 3, bias)
+        if (
+            weight._device is not input._device
+            or (isinstance(bias, Tensor) and bias._device is not input._device)
+            or (isinstance(stride, Tensor) and stride._device is not input._device)
+            or (isinstance(padding, Tensor) and padding._device is not input._device)
+            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
+        ):
+            common_device(input, weight, bias, stride, padding, dilation)
+        return _fn(input, weight, bias, stride, padding, dilation, groups)
+
+    return conv2d
+
+
+def ops_nn_conv__conv2d__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
+            isinstance(bias, Tensor) and bias._device is not input._device
+        ):
+            common_device(input, weight, bias)
+        return _fn(input, weight, bias, stride, padding, dilation, groups)
+
+    return conv2d
+
+
+# aiograd.ops.nn.conv.conv_transpose1d
+def ops_nn_conv__conv_transpose1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def conv_transpose1d(
+        input,
+        weight,
+        bias=None,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        dilation=1,
+    ):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("conv_transpose1d", "input", 1, input)
+        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
+            raise operand_error("conv_transpose1d", "weight", 2, weight)
+        if (
+            bias.__class__ is not Tensor
+            and not isinstance(bias, Tensor)
+            and bias is not None
+        ):
+            raise operand_error("conv_transpose1d", "bias", 3, bias)
+        if (
+            weight._device is not input._device
+            or (isinstance(bias, Tensor) and bias._device is not input._device)
+            or (isinstance(stride, Tensor) and stride._device is not input._device)
+            or (isinstance(padding, Tensor) and padding._device is not input._device)
+            or (
+                isinstance(output_padding, Tensor)
+                and output_padding._device is not input._device
+            )
+            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
+        ):
+            common_device(
+                input, weight, bias, stride, padding, output_padding, dilation
+            )
+        return _fn(
+            input, weight, bias, stride, padding, output_padding, groups, dilation
+        )
+
+    return conv_transpose1d
+
+
+def ops_nn_conv__conv_transpose1d__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def conv_transpose1d(
+        input,
+        weight,
+        bias=None,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        dilation=1,
+    ):
+        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
+            isinstance(bias, Tensor) and bias._device is not input._device
+        ):
+            common_device(input, weight, bias)
+        return _fn(
+            input, weight, bias, stride, padding, output_padding, groups, dilation
+        )
+
+    return conv_transpose1d
+
+
+# aiograd.ops.nn.conv.conv_transpose2d
+def ops_nn_conv__conv_transpose2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def conv_transpose2d(
+        input,
+        weight,
+        bias=None,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        dilation=1,
+    ):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("conv_transpose2d", "input", 1, input)
+        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
+            raise operand_error("conv_transpose2d", "weight", 2, weight)
+        if (
+            bias.__class__ is not Tensor
+            and not isinstance(bias, Tensor)
+            and bias is not None
+        ):
+            raise operand_error("conv_transpose2d", "bias", 3, bias)
+        if (
+            weight._device is not input._device
+            or (isinstance(bias, Tensor) and bias._device is not input._device)
+            or (isinstance(stride, Tensor) and stride._device is not input._device)
+            or (isinstance(padding, Tensor) and padding._device is not input._device)
+            or (
+                isinstance(output_padding, Tensor)
+                and output_padding._device is not input._device
+            )
+            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
+        ):
+            common_device(
+                input, weight, bias, stride, padding, output_padding, dilation
+            )
+        return _fn(
+            input, weight, bias, stride, padding, output_padding, groups, dilation
+        )
+
+    return conv_transpose2d
+
+
+def ops_nn_conv__conv_transpose2d__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def conv_transpose2d(
+        input,
+        weight,
+        bias=None,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        dilation=1,
+    ):
+        if (isinstance(weight, Tensor) and weight._device is not input._device) or (
+            isinstance(bias, Tensor) and bias._device is not input._device
+        ):
+            common_device(input, weight, bias)
+        return _fn(
+            input, weight, bias, stride, padding, output_padding, groups, dilation
+        )
+
+    return conv_transpose2d
+
+
+# aiograd.ops.nn.conv.fold
+def ops_nn_conv__fold(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("fold", "input", 1, input)
+        if (
+            (
+                isinstance(output_size, Tensor)
+                and output_size._device is not input._device
+            )
+            or (
+                isinstance(kernel_size, Tensor)
+                and kernel_size._device is not input._device
+            )
+            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
+            or (isinstance(padding, Tensor) and padding._device is not input._device)
+            or (isinstance(stride, Tensor) and stride._device is not input._device)
+        ):
+            common_device(input, output_size, kernel_size, dilation, padding, stride)
+        return _fn(input, output_size, kernel_size, dilation, padding, stride)
+
+    return fold
+
+
+# aiograd.ops.nn.conv.unfold
+def ops_nn_conv__unfold(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("unfold", "input", 1, input)
+        if (
+            (
+                isinstance(kernel_size, Tensor)
+                and kernel_size._device is not input._device
+            )
+            or (isinstance(dilation, Tensor) and dilation._device is not input._device)
+            or (isinstance(padding, Tensor) and padding._device is not input._device)
+            or (isinstance(stride, Tensor) and stride._device is not input._device)
+        ):
+            common_device(input, kernel_size, dilation, padding, stride)
+        return _fn(input, kernel_size, dilation, padding, stride)
+
+    return unfold
+
+
+# aiograd.ops.nn.layers.dropout
+def ops_nn_layers__dropout(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def dropout(input, p=0.5, train=True):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("dropout", "input", 1, input)
+        return _fn(input, p, train)
+
+    return dropout
+
+
+# aiograd.ops.nn.layers.embedding
+def ops_nn_layers__embedding(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def embedding(input, weight, padding_idx=None, scale_grad_by_freq=False):
+        if weight.__class__ is not Tensor and not isinstance(weight, Tensor):
+            raise operand_error("embedding", "weight", 2, weight)
+        if isinstance(input, Tensor) and input._device is not weight._device:
+            common_device(input, weight)
+        return _fn(input, weight, padding_idx, scale_grad_by_freq)
+
+    return embedding
+
+
+def ops_nn_layers__embedding__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def embedding(input, weight, padding_idx=None, scale_grad_by_freq=False):
+        if isinstance(weight, Tensor) and weight._device is not input._device:
+            common_device(input, weight)
+        return _fn(input, weight, padding_idx, scale_grad_by_freq)
+
+    return embedding
+
+
+# aiograd.ops.nn.layers.one_hot
+def ops_nn_layers__one_hot(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def one_hot(tensor, num_classes=-1):
+        if tensor.__class__ is not Tensor and not isinstance(tensor, Tensor):
+            raise operand_error("one_hot", "tensor", 1, tensor)
+        return _fn(tensor, num_classes)
+
+    return one_hot
+
+
+# aiograd.ops.nn.loss.nll_loss
+def ops_nn_loss__nll_loss(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("nll_loss", "input", 1, input)
@@ -4905,7 +5338,7 @@ def ops_nn__nll_loss(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return nll_loss
 
 
-def ops_nn__nll_loss__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
+def ops_nn_loss__nll_loss__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         if isinstance(weight, Tensor) and weight._device is not input._device:
             common_device(input, weight)
@@ -4914,30 +5347,8 @@ def ops_nn__nll_loss__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return nll_loss
 
 
-# aiograd.ops.nn.one_hot
-def ops_nn__one_hot(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def one_hot(tensor, num_classes=-1):
-        if tensor.__class__ is not Tensor and not isinstance(tensor, Tensor):
-            raise operand_error("one_hot", "tensor", 1, tensor)
-        return _fn(tensor, num_classes)
-
-    return one_hot
-
-
-# aiograd.ops.nn.softmax
-def ops_nn__softmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def softmax(input, dim, dtype=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("softmax", "input", 1, input)
-        if isinstance(dtype, Tensor) and dtype._device is not input._device:
-            common_device(input, dtype)
-        return _fn(input, dim, dtype)
-
-    return softmax
-
-
-# aiograd.ops.normalization.batch_norm
-def ops_normalization__batch_norm(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.normalization.batch_norm
+def ops_nn_normalization__batch_norm(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def batch_norm(
         input,
         running_mean,
@@ -4994,7 +5405,7 @@ def ops_normalization__batch_norm(_fn: Callable[..., Any]) -> Callable[..., Any]
     return batch_norm
 
 
-def ops_normalization__batch_norm__method(
+def ops_nn_normalization__batch_norm__method(
     _fn: Callable[..., Any],
 ) -> Callable[..., Any]:
     def batch_norm(
@@ -5027,8 +5438,8 @@ def ops_normalization__batch_norm__method(
     return batch_norm
 
 
-# aiograd.ops.normalization.group_norm
-def ops_normalization__group_norm(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.normalization.group_norm
+def ops_nn_normalization__group_norm(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("group_norm", "input", 1, input)
@@ -5053,7 +5464,7 @@ def ops_normalization__group_norm(_fn: Callable[..., Any]) -> Callable[..., Any]
     return group_norm
 
 
-def ops_normalization__group_norm__method(
+def ops_nn_normalization__group_norm__method(
     _fn: Callable[..., Any],
 ) -> Callable[..., Any]:
     def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
@@ -5066,8 +5477,8 @@ def ops_normalization__group_norm__method(
     return group_norm
 
 
-# aiograd.ops.normalization.layer_norm
-def ops_normalization__layer_norm(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.normalization.layer_norm
+def ops_nn_normalization__layer_norm(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("layer_norm", "input", 1, input)
@@ -5097,7 +5508,7 @@ def ops_normalization__layer_norm(_fn: Callable[..., Any]) -> Callable[..., Any]
     return layer_norm
 
 
-def ops_normalization__layer_norm__method(
+def ops_nn_normalization__layer_norm__method(
     _fn: Callable[..., Any],
 ) -> Callable[..., Any]:
     def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
@@ -5110,8 +5521,8 @@ def ops_normalization__layer_norm__method(
     return layer_norm
 
 
-# aiograd.ops.pad.pad
-def ops_pad__pad(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.pad.pad
+def ops_nn_pad__pad(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def pad(input, pad, mode="constant", value=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("pad", "input", 1, input)
@@ -5122,8 +5533,8 @@ def ops_pad__pad(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return pad
 
 
-# aiograd.ops.pool.adaptive_max_pool1d
-def ops_pool__adaptive_max_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.pool.adaptive_max_pool1d
+def ops_nn_pool__adaptive_max_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def adaptive_max_pool1d(input, output_size, return_indices=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("adaptive_max_pool1d", "input", 1, input)
@@ -5134,8 +5545,8 @@ def ops_pool__adaptive_max_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]
     return adaptive_max_pool1d
 
 
-# aiograd.ops.pool.adaptive_max_pool2d
-def ops_pool__adaptive_max_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.pool.adaptive_max_pool2d
+def ops_nn_pool__adaptive_max_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def adaptive_max_pool2d(input, output_size, return_indices=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("adaptive_max_pool2d", "input", 1, input)
@@ -5146,8 +5557,8 @@ def ops_pool__adaptive_max_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]
     return adaptive_max_pool2d
 
 
-# aiograd.ops.pool.avg_pool1d
-def ops_pool__avg_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.pool.avg_pool1d
+def ops_nn_pool__avg_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def avg_pool1d(
         input,
         kernel_size,
@@ -5172,8 +5583,8 @@ def ops_pool__avg_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return avg_pool1d
 
 
-# aiograd.ops.pool.avg_pool2d
-def ops_pool__avg_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.pool.avg_pool2d
+def ops_nn_pool__avg_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def avg_pool2d(
         input,
         kernel_size,
@@ -5207,8 +5618,8 @@ def ops_pool__avg_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return avg_pool2d
 
 
-# aiograd.ops.pool.max_pool1d
-def ops_pool__max_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.pool.max_pool1d
+def ops_nn_pool__max_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def max_pool1d(
         input,
         kernel_size,
@@ -5237,8 +5648,8 @@ def ops_pool__max_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return max_pool1d
 
 
-# aiograd.ops.pool.max_pool2d
-def ops_pool__max_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.nn.pool.max_pool2d
+def ops_nn_pool__max_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def max_pool2d(
         input,
         kernel_size,
@@ -5267,139 +5678,347 @@ def ops_pool__max_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return max_pool2d
 
 
-# aiograd.ops.rearrange.diff
-def ops_rearrange__diff(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def diff(input, n=1, dim=-1, prepend=None, append=None):
+# aiograd.ops.nn.resample.adaptive_avg_pool1d
+def ops_nn_resample__adaptive_avg_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def adaptive_avg_pool1d(input, output_size):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("diff", "input", 1, input)
+            raise operand_error("adaptive_avg_pool1d", "input", 1, input)
+        if isinstance(output_size, Tensor) and output_size._device is not input._device:
+            common_device(input, output_size)
+        return _fn(input, output_size)
+
+    return adaptive_avg_pool1d
+
+
+# aiograd.ops.nn.resample.adaptive_avg_pool2d
+def ops_nn_resample__adaptive_avg_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def adaptive_avg_pool2d(input, output_size):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("adaptive_avg_pool2d", "input", 1, input)
+        if isinstance(output_size, Tensor) and output_size._device is not input._device:
+            common_device(input, output_size)
+        return _fn(input, output_size)
+
+    return adaptive_avg_pool2d
+
+
+# aiograd.ops.nn.resample.adaptive_avg_pool3d
+def ops_nn_resample__adaptive_avg_pool3d(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def adaptive_avg_pool3d(input, output_size):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("adaptive_avg_pool3d", "input", 1, input)
+        if isinstance(output_size, Tensor) and output_size._device is not input._device:
+            common_device(input, output_size)
+        return _fn(input, output_size)
+
+    return adaptive_avg_pool3d
+
+
+# aiograd.ops.nn.resample.interpolate
+def ops_nn_resample__interpolate(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def interpolate(
+        input,
+        size=None,
+        scale_factor=None,
+        mode="nearest",
+        align_corners=None,
+        recompute_scale_factor=None,
+        antialias=False,
+    ):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("interpolate", "input", 1, input)
+        if (isinstance(size, Tensor) and size._device is not input._device) or (
+            isinstance(scale_factor, Tensor)
+            and scale_factor._device is not input._device
+        ):
+            common_device(input, size, scale_factor)
+        return _fn(
+            input,
+            size,
+            scale_factor,
+            mode,
+            align_corners,
+            recompute_scale_factor,
+            antialias,
+        )
+
+    return interpolate
+
+
+# aiograd.ops.pointwise.elementwise.addcdiv
+def ops_pointwise_elementwise__addcdiv(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def addcdiv(input, tensor1, tensor2, *, value=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("addcdiv", "input", 1, input)
+        if tensor1.__class__ is not Tensor and not isinstance(tensor1, Tensor):
+            raise operand_error("addcdiv", "tensor1", 2, tensor1)
+        if tensor2.__class__ is not Tensor and not isinstance(tensor2, Tensor):
+            raise operand_error("addcdiv", "tensor2", 3, tensor2)
         if (
-            prepend.__class__ is not Tensor
-            and not isinstance(prepend, Tensor)
-            and prepend is not None
+            tensor1._device is not input._device
+            or tensor2._device is not input._device
+            or (isinstance(value, Tensor) and value._device is not input._device)
         ):
-            raise operand_error("diff", "prepend", 4, prepend)
+            common_device(input, tensor1, tensor2, value)
+        return _fn(input, tensor1, tensor2, value=value)
+
+    return addcdiv
+
+
+def ops_pointwise_elementwise__addcdiv__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def addcdiv(input, tensor1, tensor2, *, value=1):
+        if (isinstance(tensor1, Tensor) and tensor1._device is not input._device) or (
+            isinstance(tensor2, Tensor) and tensor2._device is not input._device
+        ):
+            common_device(input, tensor1, tensor2)
+        return _fn(input, tensor1, tensor2, value=value)
+
+    return addcdiv
+
+
+# aiograd.ops.pointwise.elementwise.addcmul
+def ops_pointwise_elementwise__addcmul(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def addcmul(input, tensor1, tensor2, *, value=1):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("addcmul", "input", 1, input)
+        if tensor1.__class__ is not Tensor and not isinstance(tensor1, Tensor):
+            raise operand_error("addcmul", "tensor1", 2, tensor1)
+        if tensor2.__class__ is not Tensor and not isinstance(tensor2, Tensor):
+            raise operand_error("addcmul", "tensor2", 3, tensor2)
         if (
-            append.__class__ is not Tensor
-            and not isinstance(append, Tensor)
-            and append is not None
+            tensor1._device is not input._device
+            or tensor2._device is not input._device
+            or (isinstance(value, Tensor) and value._device is not input._device)
         ):
-            raise operand_error("diff", "append", 5, append)
-        if (isinstance(prepend, Tensor) and prepend._device is not input._device) or (
-            isinstance(append, Tensor) and append._device is not input._device
+            common_device(input, tensor1, tensor2, value)
+        return _fn(input, tensor1, tensor2, value=value)
+
+    return addcmul
+
+
+def ops_pointwise_elementwise__addcmul__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def addcmul(input, tensor1, tensor2, *, value=1):
+        if (isinstance(tensor1, Tensor) and tensor1._device is not input._device) or (
+            isinstance(tensor2, Tensor) and tensor2._device is not input._device
         ):
-            common_device(input, prepend, append)
-        return _fn(input, n, dim, prepend, append)
+            common_device(input, tensor1, tensor2)
+        return _fn(input, tensor1, tensor2, value=value)
 
-    return diff
-
-
-def ops_rearrange__diff__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def diff(input, n=1, dim=-1, prepend=None, append=None):
-        if (isinstance(prepend, Tensor) and prepend._device is not input._device) or (
-            isinstance(append, Tensor) and append._device is not input._device
-        ):
-            common_device(input, prepend, append)
-        return _fn(input, n, dim, prepend, append)
-
-    return diff
+    return addcmul
 
 
-# aiograd.ops.rearrange.flip
-def ops_rearrange__flip(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def flip(input, dims=None, *, axis=None):
+# aiograd.ops.pointwise.elementwise.allclose
+def ops_pointwise_elementwise__allclose(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("flip", "input", 1, input)
-        if (isinstance(dims, Tensor) and dims._device is not input._device) or (
-            isinstance(axis, Tensor) and axis._device is not input._device
-        ):
-            common_device(input, dims, axis)
-        return _fn(input, dims, axis=axis)
+            raise operand_error("allclose", "input", 1, input)
+        if other.__class__ is not Tensor and not isinstance(other, Tensor):
+            raise operand_error("allclose", "other", 2, other)
+        if other._device is not input._device:
+            common_device(input, other)
+        return _fn(input, other, rtol, atol, equal_nan)
 
-    return flip
+    return allclose
 
 
-# aiograd.ops.rearrange.fliplr
-def ops_rearrange__fliplr(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def fliplr(input):
+def ops_pointwise_elementwise__allclose__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if isinstance(other, Tensor) and other._device is not input._device:
+            common_device(input, other)
+        return _fn(input, other, rtol, atol, equal_nan)
+
+    return allclose
+
+
+# aiograd.ops.pointwise.elementwise.clamp
+def ops_pointwise_elementwise__clamp(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def clamp(input, min=None, max=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("fliplr", "input", 1, input)
+            raise operand_error("clamp", "input", 1, input)
+        if (isinstance(min, Tensor) and min._device is not input._device) or (
+            isinstance(max, Tensor) and max._device is not input._device
+        ):
+            common_device(input, min, max)
+        return _fn(input, min, max)
+
+    return clamp
+
+
+# aiograd.ops.pointwise.elementwise.clamp_max
+def ops_pointwise_elementwise__clamp_max(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def clamp_max(input, max):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("clamp_max", "input", 1, input)
+        if isinstance(max, Tensor) and max._device is not input._device:
+            common_device(input, max)
+        return _fn(input, max)
+
+    return clamp_max
+
+
+# aiograd.ops.pointwise.elementwise.clamp_min
+def ops_pointwise_elementwise__clamp_min(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def clamp_min(input, min):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("clamp_min", "input", 1, input)
+        if isinstance(min, Tensor) and min._device is not input._device:
+            common_device(input, min)
+        return _fn(input, min)
+
+    return clamp_min
+
+
+# aiograd.ops.pointwise.elementwise.copysign
+def ops_pointwise_elementwise__copysign(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def copysign(input, other):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("copysign", "input", 1, input)
+        if isinstance(other, Tensor) and other._device is not input._device:
+            common_device(input, other)
+        return _fn(input, other)
+
+    return copysign
+
+
+# aiograd.ops.pointwise.elementwise.fmod
+def ops_pointwise_elementwise__fmod(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def fmod(input, other):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("fmod", "input", 1, input)
+        if isinstance(other, Tensor) and other._device is not input._device:
+            common_device(input, other)
+        return _fn(input, other)
+
+    return fmod
+
+
+# aiograd.ops.pointwise.elementwise.heaviside
+def ops_pointwise_elementwise__heaviside(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def heaviside(input, values):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("heaviside", "input", 1, input)
+        if values.__class__ is not Tensor and not isinstance(values, Tensor):
+            raise operand_error("heaviside", "values", 2, values)
+        if values._device is not input._device:
+            common_device(input, values)
+        return _fn(input, values)
+
+    return heaviside
+
+
+def ops_pointwise_elementwise__heaviside__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def heaviside(input, values):
+        if isinstance(values, Tensor) and values._device is not input._device:
+            common_device(input, values)
+        return _fn(input, values)
+
+    return heaviside
+
+
+# aiograd.ops.pointwise.elementwise.isclose
+def ops_pointwise_elementwise__isclose(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("isclose", "input", 1, input)
+        if other.__class__ is not Tensor and not isinstance(other, Tensor):
+            raise operand_error("isclose", "other", 2, other)
+        if other._device is not input._device:
+            common_device(input, other)
+        return _fn(input, other, rtol, atol, equal_nan)
+
+    return isclose
+
+
+def ops_pointwise_elementwise__isclose__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if isinstance(other, Tensor) and other._device is not input._device:
+            common_device(input, other)
+        return _fn(input, other, rtol, atol, equal_nan)
+
+    return isclose
+
+
+# aiograd.ops.pointwise.elementwise.lerp
+def ops_pointwise_elementwise__lerp(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def lerp(input, end, weight):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("lerp", "input", 1, input)
+        if end.__class__ is not Tensor and not isinstance(end, Tensor):
+            raise operand_error("lerp", "end", 2, end)
+        if end._device is not input._device or (
+            isinstance(weight, Tensor) and weight._device is not input._device
+        ):
+            common_device(input, end, weight)
+        return _fn(input, end, weight)
+
+    return lerp
+
+
+def ops_pointwise_elementwise__lerp__method(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def lerp(input, end, weight):
+        if isinstance(end, Tensor) and end._device is not input._device:
+            common_device(input, end)
+        return _fn(input, end, weight)
+
+    return lerp
+
+
+# aiograd.ops.pointwise.elementwise.nan_to_num
+def ops_pointwise_elementwise__nan_to_num(
+    _fn: Callable[..., Any],
+) -> Callable[..., Any]:
+    def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("nan_to_num", "input", 1, input)
+        return _fn(input, nan, posinf, neginf)
+
+    return nan_to_num
+
+
+# aiograd.ops.pointwise.elementwise.round
+def ops_pointwise_elementwise__round(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def round(input, *, decimals=0):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("round", "input", 1, input)
+        return _fn(input, decimals=decimals)
+
+    return round
+
+
+# aiograd.ops.pointwise.elementwise.square
+def ops_pointwise_elementwise__square(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def square(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("square", "input", 1, input)
         return _fn(input)
 
-    return fliplr
+    return square
 
 
-# aiograd.ops.rearrange.flipud
-def ops_rearrange__flipud(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def flipud(input):
+# aiograd.ops.pointwise.special.logit
+def ops_pointwise_special__logit(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def logit(input, eps=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("flipud", "input", 1, input)
-        return _fn(input)
+            raise operand_error("logit", "input", 1, input)
+        return _fn(input, eps)
 
-    return flipud
-
-
-# aiograd.ops.rearrange.repeat
-def ops_rearrange__repeat(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def repeat(input, *sizes):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("repeat", "input", 1, input)
-        return _fn(input, *sizes)
-
-    return repeat
+    return logit
 
 
-# aiograd.ops.rearrange.repeat_interleave
-def ops_rearrange__repeat_interleave(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("repeat_interleave", "input", 1, input)
-        if isinstance(repeats, Tensor) and repeats._device is not input._device:
-            common_device(input, repeats)
-        return _fn(input, repeats, dim, output_size=output_size)
-
-    return repeat_interleave
-
-
-# aiograd.ops.rearrange.roll
-def ops_rearrange__roll(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def roll(input, shifts, dims=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("roll", "input", 1, input)
-        if (isinstance(shifts, Tensor) and shifts._device is not input._device) or (
-            isinstance(dims, Tensor) and dims._device is not input._device
-        ):
-            common_device(input, shifts, dims)
-        return _fn(input, shifts, dims)
-
-    return roll
-
-
-# aiograd.ops.rearrange.rot90
-def ops_rearrange__rot90(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def rot90(input, k=1, dims=(0, 1)):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("rot90", "input", 1, input)
-        if isinstance(dims, Tensor) and dims._device is not input._device:
-            common_device(input, dims)
-        return _fn(input, k, dims)
-
-    return rot90
-
-
-# aiograd.ops.rearrange.tile
-def ops_rearrange__tile(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def tile(input, dims, *more):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("tile", "input", 1, input)
-        if isinstance(dims, Tensor) and dims._device is not input._device:
-            common_device(input, dims)
-        return _fn(input, dims, *more)
-
-    return tile
-
-
-# aiograd.ops.reduce.all
-def ops_reduce__all(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.all
+def ops_reduction_reduce__all(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def all(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("all", "input", 1, input)
@@ -5414,8 +6033,8 @@ def ops_reduce__all(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return all
 
 
-# aiograd.ops.reduce.amax
-def ops_reduce__amax(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.amax
+def ops_reduction_reduce__amax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def amax(input, dim=(), keepdim=False, *, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("amax", "input", 1, input)
@@ -5430,8 +6049,8 @@ def ops_reduce__amax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return amax
 
 
-# aiograd.ops.reduce.amin
-def ops_reduce__amin(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.amin
+def ops_reduction_reduce__amin(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def amin(input, dim=(), keepdim=False, *, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("amin", "input", 1, input)
@@ -5446,8 +6065,8 @@ def ops_reduce__amin(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return amin
 
 
-# aiograd.ops.reduce.aminmax
-def ops_reduce__aminmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.aminmax
+def ops_reduction_reduce__aminmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def aminmax(input, *, dim=None, keepdim=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("aminmax", "input", 1, input)
@@ -5456,8 +6075,8 @@ def ops_reduce__aminmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return aminmax
 
 
-# aiograd.ops.reduce.any
-def ops_reduce__any(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.any
+def ops_reduction_reduce__any(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def any(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("any", "input", 1, input)
@@ -5472,8 +6091,8 @@ def ops_reduce__any(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return any
 
 
-# aiograd.ops.reduce.argmax
-def ops_reduce__argmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.argmax
+def ops_reduction_reduce__argmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def argmax(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("argmax", "input", 1, input)
@@ -5488,8 +6107,8 @@ def ops_reduce__argmax(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return argmax
 
 
-# aiograd.ops.reduce.argmin
-def ops_reduce__argmin(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.argmin
+def ops_reduction_reduce__argmin(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def argmin(input, dim=None, keepdim=False, *, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("argmin", "input", 1, input)
@@ -5504,8 +6123,8 @@ def ops_reduce__argmin(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return argmin
 
 
-# aiograd.ops.reduce.count_nonzero
-def ops_reduce__count_nonzero(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.count_nonzero
+def ops_reduction_reduce__count_nonzero(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def count_nonzero(input, dim=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("count_nonzero", "input", 1, input)
@@ -5516,8 +6135,8 @@ def ops_reduce__count_nonzero(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return count_nonzero
 
 
-# aiograd.ops.reduce.logsumexp
-def ops_reduce__logsumexp(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.logsumexp
+def ops_reduction_reduce__logsumexp(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def logsumexp(input, dim, keepdim=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("logsumexp", "input", 1, input)
@@ -5528,8 +6147,8 @@ def ops_reduce__logsumexp(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return logsumexp
 
 
-# aiograd.ops.reduce.max
-def ops_reduce__max(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.max
+def ops_reduction_reduce__max(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def max(input, dim=None, keepdim=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("max", "input", 1, input)
@@ -5540,8 +6159,8 @@ def ops_reduce__max(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return max
 
 
-# aiograd.ops.reduce.mean
-def ops_reduce__mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.mean
+def ops_reduction_reduce__mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("mean", "input", 1, input)
@@ -5557,8 +6176,8 @@ def ops_reduce__mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return mean
 
 
-# aiograd.ops.reduce.min
-def ops_reduce__min(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.min
+def ops_reduction_reduce__min(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def min(input, dim=None, keepdim=False):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("min", "input", 1, input)
@@ -5569,8 +6188,8 @@ def ops_reduce__min(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return min
 
 
-# aiograd.ops.reduce.nanmean
-def ops_reduce__nanmean(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.nanmean
+def ops_reduction_reduce__nanmean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def nanmean(input, dim=None, keepdim=False, *, dtype=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("nanmean", "input", 1, input)
@@ -5583,8 +6202,8 @@ def ops_reduce__nanmean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return nanmean
 
 
-# aiograd.ops.reduce.nansum
-def ops_reduce__nansum(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.nansum
+def ops_reduction_reduce__nansum(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def nansum(input, dim=None, keepdim=False, *, dtype=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("nansum", "input", 1, input)
@@ -5597,8 +6216,8 @@ def ops_reduce__nansum(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return nansum
 
 
-# aiograd.ops.reduce.prod
-def ops_reduce__prod(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.prod
+def ops_reduction_reduce__prod(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def prod(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("prod", "input", 1, input)
@@ -5614,8 +6233,8 @@ def ops_reduce__prod(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return prod
 
 
-# aiograd.ops.reduce.std
-def ops_reduce__std(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.std
+def ops_reduction_reduce__std(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def std(
         input,
         dim=None,
@@ -5652,8 +6271,8 @@ def ops_reduce__std(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return std
 
 
-# aiograd.ops.reduce.std_mean
-def ops_reduce__std_mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.std_mean
+def ops_reduction_reduce__std_mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("std_mean", "input", 1, input)
@@ -5671,8 +6290,8 @@ def ops_reduce__std_mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return std_mean
 
 
-# aiograd.ops.reduce.sum
-def ops_reduce__sum(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.sum
+def ops_reduction_reduce__sum(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("sum", "input", 1, input)
@@ -5688,8 +6307,8 @@ def ops_reduce__sum(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return sum
 
 
-# aiograd.ops.reduce.var
-def ops_reduce__var(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.var
+def ops_reduction_reduce__var(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def var(
         input,
         dim=None,
@@ -5726,8 +6345,8 @@ def ops_reduce__var(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return var
 
 
-# aiograd.ops.reduce.var_mean
-def ops_reduce__var_mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
+# aiograd.ops.reduction.reduce.var_mean
+def ops_reduction_reduce__var_mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
             raise operand_error("var_mean", "input", 1, input)
@@ -5745,71 +6364,162 @@ def ops_reduce__var_mean(_fn: Callable[..., Any]) -> Callable[..., Any]:
     return var_mean
 
 
-# aiograd.ops.resample.adaptive_avg_pool1d
-def ops_resample__adaptive_avg_pool1d(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def adaptive_avg_pool1d(input, output_size):
+# aiograd.ops.reduction.scan.cummax
+def ops_reduction_scan__cummax(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def cummax(input, dim):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("adaptive_avg_pool1d", "input", 1, input)
-        if isinstance(output_size, Tensor) and output_size._device is not input._device:
-            common_device(input, output_size)
-        return _fn(input, output_size)
+            raise operand_error("cummax", "input", 1, input)
+        return _fn(input, dim)
 
-    return adaptive_avg_pool1d
+    return cummax
 
 
-# aiograd.ops.resample.adaptive_avg_pool2d
-def ops_resample__adaptive_avg_pool2d(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def adaptive_avg_pool2d(input, output_size):
+# aiograd.ops.reduction.scan.cummin
+def ops_reduction_scan__cummin(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def cummin(input, dim):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("adaptive_avg_pool2d", "input", 1, input)
-        if isinstance(output_size, Tensor) and output_size._device is not input._device:
-            common_device(input, output_size)
-        return _fn(input, output_size)
+            raise operand_error("cummin", "input", 1, input)
+        return _fn(input, dim)
 
-    return adaptive_avg_pool2d
+    return cummin
 
 
-# aiograd.ops.resample.adaptive_avg_pool3d
-def ops_resample__adaptive_avg_pool3d(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def adaptive_avg_pool3d(input, output_size):
+# aiograd.ops.reduction.scan.cumprod
+def ops_reduction_scan__cumprod(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def cumprod(input, dim, *, dtype=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("adaptive_avg_pool3d", "input", 1, input)
-        if isinstance(output_size, Tensor) and output_size._device is not input._device:
-            common_device(input, output_size)
-        return _fn(input, output_size)
+            raise operand_error("cumprod", "input", 1, input)
+        if isinstance(dtype, Tensor) and dtype._device is not input._device:
+            common_device(input, dtype)
+        return _fn(input, dim, dtype=dtype)
 
-    return adaptive_avg_pool3d
+    return cumprod
 
 
-# aiograd.ops.resample.interpolate
-def ops_resample__interpolate(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def interpolate(
-        input,
-        size=None,
-        scale_factor=None,
-        mode="nearest",
-        align_corners=None,
-        recompute_scale_factor=None,
-        antialias=False,
-    ):
+# aiograd.ops.reduction.scan.cumsum
+def ops_reduction_scan__cumsum(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def cumsum(input, dim, *, dtype=None):
         if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("interpolate", "input", 1, input)
-        if (isinstance(size, Tensor) and size._device is not input._device) or (
-            isinstance(scale_factor, Tensor)
-            and scale_factor._device is not input._device
-        ):
-            common_device(input, size, scale_factor)
-        return _fn(
-            input,
-            size,
-            scale_factor,
-            mode,
-            align_corners,
-            recompute_scale_factor,
-            antialias,
-        )
+            raise operand_error("cumsum", "input", 1, input)
+        if isinstance(dtype, Tensor) and dtype._device is not input._device:
+            common_device(input, dtype)
+        return _fn(input, dim, dtype=dtype)
 
-    return interpolate
+    return cumsum
+
+
+# aiograd.ops.reduction.scan.logcumsumexp
+def ops_reduction_scan__logcumsumexp(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def logcumsumexp(input, dim):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("logcumsumexp", "input", 1, input)
+        return _fn(input, dim)
+
+    return logcumsumexp
+
+
+# aiograd.ops.reduction.sorting.argsort
+def ops_reduction_sorting__argsort(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def argsort(input, dim=-1, descending=False, *, stable=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("argsort", "input", 1, input)
+        return _fn(input, dim, descending, stable=stable)
+
+    return argsort
+
+
+# aiograd.ops.reduction.sorting.kthvalue
+def ops_reduction_sorting__kthvalue(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def kthvalue(input, k, dim=-1, keepdim=False):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("kthvalue", "input", 1, input)
+        return _fn(input, k, dim, keepdim)
+
+    return kthvalue
+
+
+# aiograd.ops.reduction.sorting.median
+def ops_reduction_sorting__median(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def median(input, dim=None, keepdim=False):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("median", "input", 1, input)
+        return _fn(input, dim, keepdim)
+
+    return median
+
+
+# aiograd.ops.reduction.sorting.mode
+def ops_reduction_sorting__mode(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def mode(input, dim=-1, keepdim=False):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("mode", "input", 1, input)
+        return _fn(input, dim, keepdim)
+
+    return mode
+
+
+# aiograd.ops.reduction.sorting.msort
+def ops_reduction_sorting__msort(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def msort(input):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("msort", "input", 1, input)
+        return _fn(input)
+
+    return msort
+
+
+# aiograd.ops.reduction.sorting.nanmedian
+def ops_reduction_sorting__nanmedian(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def nanmedian(input, dim=None, keepdim=False):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("nanmedian", "input", 1, input)
+        return _fn(input, dim, keepdim)
+
+    return nanmedian
+
+
+# aiograd.ops.reduction.sorting.nanquantile
+def ops_reduction_sorting__nanquantile(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("nanquantile", "input", 1, input)
+        if isinstance(q, Tensor) and q._device is not input._device:
+            common_device(input, q)
+        return _fn(input, q, dim, keepdim, interpolation=interpolation)
+
+    return nanquantile
+
+
+# aiograd.ops.reduction.sorting.quantile
+def ops_reduction_sorting__quantile(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("quantile", "input", 1, input)
+        if isinstance(q, Tensor) and q._device is not input._device:
+            common_device(input, q)
+        return _fn(input, q, dim, keepdim, interpolation=interpolation)
+
+    return quantile
+
+
+# aiograd.ops.reduction.sorting.sort
+def ops_reduction_sorting__sort(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def sort(input, dim=-1, descending=False, *, stable=None):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("sort", "input", 1, input)
+        return _fn(input, dim, descending, stable=stable)
+
+    return sort
+
+
+# aiograd.ops.reduction.sorting.topk
+def ops_reduction_sorting__topk(_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def topk(input, k, dim=None, largest=True, sorted=True):
+        if input.__class__ is not Tensor and not isinstance(input, Tensor):
+            raise operand_error("topk", "input", 1, input)
+        return _fn(input, k, dim, largest, sorted)
+
+    return topk
 
 
 # aiograd.ops.sampling.bernoulli
@@ -5872,660 +6582,6 @@ def ops_sampling__uniform_(_fn: Callable[..., Any]) -> Callable[..., Any]:
         return _fn(self, a, b, generator=generator)
 
     return uniform_
-
-
-# aiograd.ops.scan.cummax
-def ops_scan__cummax(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def cummax(input, dim):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("cummax", "input", 1, input)
-        return _fn(input, dim)
-
-    return cummax
-
-
-# aiograd.ops.scan.cummin
-def ops_scan__cummin(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def cummin(input, dim):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("cummin", "input", 1, input)
-        return _fn(input, dim)
-
-    return cummin
-
-
-# aiograd.ops.scan.cumprod
-def ops_scan__cumprod(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def cumprod(input, dim, *, dtype=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("cumprod", "input", 1, input)
-        if isinstance(dtype, Tensor) and dtype._device is not input._device:
-            common_device(input, dtype)
-        return _fn(input, dim, dtype=dtype)
-
-    return cumprod
-
-
-# aiograd.ops.scan.cumsum
-def ops_scan__cumsum(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def cumsum(input, dim, *, dtype=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("cumsum", "input", 1, input)
-        if isinstance(dtype, Tensor) and dtype._device is not input._device:
-            common_device(input, dtype)
-        return _fn(input, dim, dtype=dtype)
-
-    return cumsum
-
-
-# aiograd.ops.scan.logcumsumexp
-def ops_scan__logcumsumexp(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def logcumsumexp(input, dim):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("logcumsumexp", "input", 1, input)
-        return _fn(input, dim)
-
-    return logcumsumexp
-
-
-# aiograd.ops.scatter.index_add
-def ops_scatter__index_add(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def index_add(input, dim, index, source, *, alpha=1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("index_add", "input", 1, input)
-        if source.__class__ is not Tensor and not isinstance(source, Tensor):
-            raise operand_error("index_add", "source", 4, source)
-        if (
-            (isinstance(index, Tensor) and index._device is not input._device)
-            or source._device is not input._device
-            or (isinstance(alpha, Tensor) and alpha._device is not input._device)
-        ):
-            common_device(input, index, source, alpha)
-        return _fn(input, dim, index, source, alpha=alpha)
-
-    return index_add
-
-
-def ops_scatter__index_add__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def index_add(input, dim, index, source, *, alpha=1):
-        if isinstance(source, Tensor) and source._device is not input._device:
-            common_device(input, source)
-        return _fn(input, dim, index, source, alpha=alpha)
-
-    return index_add
-
-
-# aiograd.ops.scatter.index_copy
-def ops_scatter__index_copy(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def index_copy(input, dim, index, source):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("index_copy", "input", 1, input)
-        if index.__class__ is not Tensor and not isinstance(index, Tensor):
-            raise operand_error("index_copy", "index", 3, index)
-        if source.__class__ is not Tensor and not isinstance(source, Tensor):
-            raise operand_error("index_copy", "source", 4, source)
-        if index._device is not input._device or source._device is not input._device:
-            common_device(input, index, source)
-        return _fn(input, dim, index, source)
-
-    return index_copy
-
-
-def ops_scatter__index_copy__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def index_copy(input, dim, index, source):
-        if (isinstance(index, Tensor) and index._device is not input._device) or (
-            isinstance(source, Tensor) and source._device is not input._device
-        ):
-            common_device(input, index, source)
-        return _fn(input, dim, index, source)
-
-    return index_copy
-
-
-# aiograd.ops.scatter.index_fill
-def ops_scatter__index_fill(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def index_fill(input, dim, index, value):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("index_fill", "input", 1, input)
-        if index.__class__ is not Tensor and not isinstance(index, Tensor):
-            raise operand_error("index_fill", "index", 3, index)
-        if index._device is not input._device or (
-            isinstance(value, Tensor) and value._device is not input._device
-        ):
-            common_device(input, index, value)
-        return _fn(input, dim, index, value)
-
-    return index_fill
-
-
-def ops_scatter__index_fill__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def index_fill(input, dim, index, value):
-        if isinstance(index, Tensor) and index._device is not input._device:
-            common_device(input, index)
-        return _fn(input, dim, index, value)
-
-    return index_fill
-
-
-# aiograd.ops.scatter.masked_fill
-def ops_scatter__masked_fill(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def masked_fill(input, mask, value):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("masked_fill", "input", 1, input)
-        if (isinstance(mask, Tensor) and mask._device is not input._device) or (
-            isinstance(value, Tensor) and value._device is not input._device
-        ):
-            common_device(input, mask, value)
-        return _fn(input, mask, value)
-
-    return masked_fill
-
-
-# aiograd.ops.scatter.masked_scatter
-def ops_scatter__masked_scatter(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def masked_scatter(input, mask, source):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("masked_scatter", "input", 1, input)
-        if mask.__class__ is not Tensor and not isinstance(mask, Tensor):
-            raise operand_error("masked_scatter", "mask", 2, mask)
-        if source.__class__ is not Tensor and not isinstance(source, Tensor):
-            raise operand_error("masked_scatter", "source", 3, source)
-        if mask._device is not input._device or source._device is not input._device:
-            common_device(input, mask, source)
-        return _fn(input, mask, source)
-
-    return masked_scatter
-
-
-def ops_scatter__masked_scatter__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def masked_scatter(input, mask, source):
-        if (isinstance(mask, Tensor) and mask._device is not input._device) or (
-            isinstance(source, Tensor) and source._device is not input._device
-        ):
-            common_device(input, mask, source)
-        return _fn(input, mask, source)
-
-    return masked_scatter
-
-
-# aiograd.ops.scatter.scatter
-def ops_scatter__scatter(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("scatter", "input", 1, input)
-        if (
-            (isinstance(index, Tensor) and index._device is not input._device)
-            or (isinstance(src, Tensor) and src._device is not input._device)
-            or (isinstance(value, Tensor) and value._device is not input._device)
-        ):
-            common_device(input, index, src, value)
-        return _fn(input, dim, index, src, value=value, reduce=reduce)
-
-    return scatter
-
-
-# aiograd.ops.scatter.scatter_add
-def ops_scatter__scatter_add(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def scatter_add(input, dim, index, src):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("scatter_add", "input", 1, input)
-        if src.__class__ is not Tensor and not isinstance(src, Tensor):
-            raise operand_error("scatter_add", "src", 4, src)
-        if (
-            isinstance(index, Tensor) and index._device is not input._device
-        ) or src._device is not input._device:
-            common_device(input, index, src)
-        return _fn(input, dim, index, src)
-
-    return scatter_add
-
-
-def ops_scatter__scatter_add__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def scatter_add(input, dim, index, src):
-        if isinstance(src, Tensor) and src._device is not input._device:
-            common_device(input, src)
-        return _fn(input, dim, index, src)
-
-    return scatter_add
-
-
-# aiograd.ops.scatter.scatter_reduce
-def ops_scatter__scatter_reduce(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("scatter_reduce", "input", 1, input)
-        if src.__class__ is not Tensor and not isinstance(src, Tensor):
-            raise operand_error("scatter_reduce", "src", 4, src)
-        if (
-            isinstance(index, Tensor) and index._device is not input._device
-        ) or src._device is not input._device:
-            common_device(input, index, src)
-        return _fn(input, dim, index, src, reduce, include_self=include_self)
-
-    return scatter_reduce
-
-
-def ops_scatter__scatter_reduce__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
-        if isinstance(src, Tensor) and src._device is not input._device:
-            common_device(input, src)
-        return _fn(input, dim, index, src, reduce, include_self=include_self)
-
-    return scatter_reduce
-
-
-# aiograd.ops.search.argwhere
-def ops_search__argwhere(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def argwhere(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("argwhere", "input", 1, input)
-        return _fn(input)
-
-    return argwhere
-
-
-# aiograd.ops.search.bucketize
-def ops_search__bucketize(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def bucketize(input, boundaries, *, out_int32=False, right=False):
-        if boundaries.__class__ is not Tensor and not isinstance(boundaries, Tensor):
-            raise operand_error("bucketize", "boundaries", 2, boundaries)
-        if isinstance(input, Tensor) and input._device is not boundaries._device:
-            common_device(input, boundaries)
-        return _fn(input, boundaries, out_int32=out_int32, right=right)
-
-    return bucketize
-
-
-def ops_search__bucketize__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def bucketize(input, boundaries, *, out_int32=False, right=False):
-        if isinstance(boundaries, Tensor) and boundaries._device is not input._device:
-            common_device(input, boundaries)
-        return _fn(input, boundaries, out_int32=out_int32, right=right)
-
-    return bucketize
-
-
-# aiograd.ops.search.nonzero
-def ops_search__nonzero(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def nonzero(input, *, as_tuple=False):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("nonzero", "input", 1, input)
-        return _fn(input, as_tuple=as_tuple)
-
-    return nonzero
-
-
-# aiograd.ops.search.searchsorted
-def ops_search__searchsorted(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def searchsorted(
-        sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None
-    ):
-        if sorted_sequence.__class__ is not Tensor and not isinstance(
-            sorted_sequence, Tensor
-        ):
-            raise operand_error("searchsorted", "sorted_sequence", 1, sorted_sequence)
-        if (
-            sorter.__class__ is not Tensor
-            and not isinstance(sorter, Tensor)
-            and sorter is not None
-        ):
-            raise operand_error("searchsorted", "sorter", None, sorter)
-        if (
-            isinstance(input, Tensor) and input._device is not sorted_sequence._device
-        ) or (
-            isinstance(sorter, Tensor) and sorter._device is not sorted_sequence._device
-        ):
-            common_device(sorted_sequence, input, sorter)
-        return _fn(
-            sorted_sequence,
-            input,
-            out_int32=out_int32,
-            right=right,
-            side=side,
-            sorter=sorter,
-        )
-
-    return searchsorted
-
-
-def ops_search__searchsorted__method(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def searchsorted(
-        sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None
-    ):
-        if isinstance(sorter, Tensor) and sorter._device is not sorted_sequence._device:
-            common_device(sorted_sequence, sorter)
-        return _fn(
-            sorted_sequence,
-            input,
-            out_int32=out_int32,
-            right=right,
-            side=side,
-            sorter=sorter,
-        )
-
-    return searchsorted
-
-
-# aiograd.ops.search.unique
-def ops_search__unique(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("unique", "input", 1, input)
-        return _fn(input, sorted, return_inverse, return_counts, dim)
-
-    return unique
-
-
-# aiograd.ops.search.unique_consecutive
-def ops_search__unique_consecutive(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("unique_consecutive", "input", 1, input)
-        return _fn(input, return_inverse, return_counts, dim)
-
-    return unique_consecutive
-
-
-# aiograd.ops.shape.broadcast_to
-def ops_shape__broadcast_to(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def broadcast_to(input, shape):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("broadcast_to", "input", 1, input)
-        if isinstance(shape, Tensor) and shape._device is not input._device:
-            common_device(input, shape)
-        return _fn(input, shape)
-
-    return broadcast_to
-
-
-# aiograd.ops.shape.expand
-def ops_shape__expand(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def expand(input, *sizes):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("expand", "input", 1, input)
-        return _fn(input, *sizes)
-
-    return expand
-
-
-# aiograd.ops.shape.expand_as
-def ops_shape__expand_as__any_device(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def expand_as(self, other):
-        if self.__class__ is not Tensor and not isinstance(self, Tensor):
-            raise operand_error("expand_as", "self", 1, self)
-        if other.__class__ is not Tensor and not isinstance(other, Tensor):
-            raise operand_error("expand_as", "other", 2, other)
-        return _fn(self, other)
-
-    return expand_as
-
-
-# aiograd.ops.shape.flatten
-def ops_shape__flatten(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def flatten(input, start_dim=0, end_dim=-1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("flatten", "input", 1, input)
-        return _fn(input, start_dim, end_dim)
-
-    return flatten
-
-
-# aiograd.ops.shape.movedim
-def ops_shape__movedim(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def movedim(input, source, destination):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("movedim", "input", 1, input)
-        if (isinstance(source, Tensor) and source._device is not input._device) or (
-            isinstance(destination, Tensor) and destination._device is not input._device
-        ):
-            common_device(input, source, destination)
-        return _fn(input, source, destination)
-
-    return movedim
-
-
-# aiograd.ops.shape.permute
-def ops_shape__permute(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def permute(input, *dims, axes=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("permute", "input", 1, input)
-        if isinstance(axes, Tensor) and axes._device is not input._device:
-            common_device(input, axes)
-        return _fn(input, *dims, axes=axes)
-
-    return permute
-
-
-# aiograd.ops.shape.ravel
-def ops_shape__ravel(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def ravel(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("ravel", "input", 1, input)
-        return _fn(input)
-
-    return ravel
-
-
-# aiograd.ops.shape.reshape
-def ops_shape__reshape(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def reshape(input, *shape):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("reshape", "input", 1, input)
-        return _fn(input, *shape)
-
-    return reshape
-
-
-# aiograd.ops.shape.reshape_as
-def ops_shape__reshape_as__any_device(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def reshape_as(self, other):
-        if self.__class__ is not Tensor and not isinstance(self, Tensor):
-            raise operand_error("reshape_as", "self", 1, self)
-        if other.__class__ is not Tensor and not isinstance(other, Tensor):
-            raise operand_error("reshape_as", "other", 2, other)
-        return _fn(self, other)
-
-    return reshape_as
-
-
-# aiograd.ops.shape.squeeze
-def ops_shape__squeeze(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def squeeze(input, dim=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("squeeze", "input", 1, input)
-        if isinstance(dim, Tensor) and dim._device is not input._device:
-            common_device(input, dim)
-        return _fn(input, dim)
-
-    return squeeze
-
-
-# aiograd.ops.shape.swapaxes
-def ops_shape__swapaxes(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def swapaxes(input, axis0, axis1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("swapaxes", "input", 1, input)
-        return _fn(input, axis0, axis1)
-
-    return swapaxes
-
-
-# aiograd.ops.shape.swapdims
-def ops_shape__swapdims(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def swapdims(input, dim0, dim1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("swapdims", "input", 1, input)
-        return _fn(input, dim0, dim1)
-
-    return swapdims
-
-
-# aiograd.ops.shape.t
-def ops_shape__t(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def t(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("t", "input", 1, input)
-        return _fn(input)
-
-    return t
-
-
-# aiograd.ops.shape.transpose
-def ops_shape__transpose(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def transpose(input, dim0, dim1):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("transpose", "input", 1, input)
-        return _fn(input, dim0, dim1)
-
-    return transpose
-
-
-# aiograd.ops.shape.unflatten
-def ops_shape__unflatten(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def unflatten(input, dim, sizes):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("unflatten", "input", 1, input)
-        if isinstance(sizes, Tensor) and sizes._device is not input._device:
-            common_device(input, sizes)
-        return _fn(input, dim, sizes)
-
-    return unflatten
-
-
-# aiograd.ops.shape.unsqueeze
-def ops_shape__unsqueeze(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def unsqueeze(input, dim):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("unsqueeze", "input", 1, input)
-        return _fn(input, dim)
-
-    return unsqueeze
-
-
-# aiograd.ops.shape.view
-def ops_shape__view(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def view(input, *shape):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("view", "input", 1, input)
-        return _fn(input, *shape)
-
-    return view
-
-
-# aiograd.ops.shape.view_as
-def ops_shape__view_as__any_device(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def view_as(self, other):
-        if self.__class__ is not Tensor and not isinstance(self, Tensor):
-            raise operand_error("view_as", "self", 1, self)
-        if other.__class__ is not Tensor and not isinstance(other, Tensor):
-            raise operand_error("view_as", "other", 2, other)
-        return _fn(self, other)
-
-    return view_as
-
-
-# aiograd.ops.sorting.argsort
-def ops_sorting__argsort(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def argsort(input, dim=-1, descending=False, *, stable=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("argsort", "input", 1, input)
-        return _fn(input, dim, descending, stable=stable)
-
-    return argsort
-
-
-# aiograd.ops.sorting.kthvalue
-def ops_sorting__kthvalue(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def kthvalue(input, k, dim=-1, keepdim=False):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("kthvalue", "input", 1, input)
-        return _fn(input, k, dim, keepdim)
-
-    return kthvalue
-
-
-# aiograd.ops.sorting.median
-def ops_sorting__median(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def median(input, dim=None, keepdim=False):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("median", "input", 1, input)
-        return _fn(input, dim, keepdim)
-
-    return median
-
-
-# aiograd.ops.sorting.mode
-def ops_sorting__mode(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def mode(input, dim=-1, keepdim=False):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("mode", "input", 1, input)
-        return _fn(input, dim, keepdim)
-
-    return mode
-
-
-# aiograd.ops.sorting.msort
-def ops_sorting__msort(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def msort(input):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("msort", "input", 1, input)
-        return _fn(input)
-
-    return msort
-
-
-# aiograd.ops.sorting.nanmedian
-def ops_sorting__nanmedian(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def nanmedian(input, dim=None, keepdim=False):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("nanmedian", "input", 1, input)
-        return _fn(input, dim, keepdim)
-
-    return nanmedian
-
-
-# aiograd.ops.sorting.nanquantile
-def ops_sorting__nanquantile(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("nanquantile", "input", 1, input)
-        if isinstance(q, Tensor) and q._device is not input._device:
-            common_device(input, q)
-        return _fn(input, q, dim, keepdim, interpolation=interpolation)
-
-    return nanquantile
-
-
-# aiograd.ops.sorting.quantile
-def ops_sorting__quantile(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("quantile", "input", 1, input)
-        if isinstance(q, Tensor) and q._device is not input._device:
-            common_device(input, q)
-        return _fn(input, q, dim, keepdim, interpolation=interpolation)
-
-    return quantile
-
-
-# aiograd.ops.sorting.sort
-def ops_sorting__sort(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def sort(input, dim=-1, descending=False, *, stable=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("sort", "input", 1, input)
-        return _fn(input, dim, descending, stable=stable)
-
-    return sort
-
-
-# aiograd.ops.sorting.topk
-def ops_sorting__topk(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def topk(input, k, dim=None, largest=True, sorted=True):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("topk", "input", 1, input)
-        return _fn(input, k, dim, largest, sorted)
-
-    return topk
 
 
 # aiograd.ops.sparse._indices
@@ -6722,13 +6778,3 @@ def ops_sparse__values(_fn: Callable[..., Any]) -> Callable[..., Any]:
         return _fn(input)
 
     return values
-
-
-# aiograd.ops.special.logit
-def ops_special__logit(_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def logit(input, eps=None):
-        if input.__class__ is not Tensor and not isinstance(input, Tensor):
-            raise operand_error("logit", "input", 1, input)
-        return _fn(input, eps)
-
-    return logit

@@ -18,6 +18,7 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from .._dtypes import torch_dtype_name  # noqa: F401  (re-exported: the ops import it from here)
 from .._sparse import SparseCOO
 from ..autograd import grad_mode as _gm
 from ..device import Device
@@ -250,15 +251,6 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 # its Tensor parameters (one identity test each: devices are interned) and calls
 # ``common_device`` for the message. Ops taking a sequence of tensors (cat, stack) check
 # the sequence themselves.
-
-
-def torch_dtype_name(dt: Any) -> str:
-    """torch's name of a dtype in its error messages: ``Float``, ``Long``, ``Bool``..."""
-    return {
-        "float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-        "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-        "complex128": "ComplexDouble",
-    }.get(np.dtype(dt).name, str(dt))
 
 
 def data_of(x: Any) -> Any:

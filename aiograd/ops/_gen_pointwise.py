@@ -15,9 +15,12 @@ interpreter, where ``np.cos`` goes through numpy's module ``__getattr__`` on eve
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from pathlib import Path
+
+from ..autograd.graph import Node
 
 __all__ = ["PATH", "render", "main"]
 
@@ -44,16 +47,12 @@ def _env_decls(env: tuple[str, ...], row_module: str) -> str:
 
 
 def _base_init() -> str:
-    """Node.__init__'s stores, copied into each generated ``__init__`` (one call less per recorded op)."""
-    import inspect
-
-    from ..autograd.graph import Node
-
-    lines = inspect.getsource(Node.__init__).splitlines()[1:]
+    """Node._init_node's stores, copied into each generated ``__init__`` (one call less per recorded op)."""
+    lines = inspect.getsource(Node._init_node).splitlines()[1:]
     return "".join(line + "\n" for line in lines if line.strip())
 
 
-_BASE_INIT = "        # Node.__init__, inlined (the generator copies it)\n" + _base_init()
+_BASE_INIT = "        # Node._init_node, inlined (the generator copies it)\n" + _base_init()
 
 _HEAD = '''\
 """The Node classes of the pointwise rows (ops/elementwise.py, ops/special.py).

@@ -213,7 +213,7 @@ class _NotGenerated(Node):
     __slots__ = ("args",)
 
     def __init__(self, *args: Any) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.args = args
 
     def apply(self, grads: list[Any]) -> Any:

@@ -91,10 +91,10 @@ class AbsBackward0(Node):
     __slots__ = ("saved", "version")
     saved: SavedInput
     version: int
-    sign_any: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    sign_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -136,7 +136,7 @@ class AcosBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -176,7 +176,7 @@ class AcoshBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -220,7 +220,7 @@ class AddBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -270,7 +270,7 @@ class AsinBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -310,7 +310,7 @@ class AsinhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -352,10 +352,10 @@ class Atan2Backward0(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    recip: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    recip: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -441,7 +441,7 @@ class AtanBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -481,7 +481,7 @@ class AtanhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -517,7 +517,7 @@ class CeilBackward0(Node):
     """Backward of ceil: grad_input = zeros_like_grad(g)."""
 
     __slots__ = ()
-    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -542,7 +542,7 @@ class CopysignBackward0(Node):
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -617,7 +617,7 @@ class CopysignBackward1(Node):
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -683,7 +683,7 @@ class CosBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -725,7 +725,7 @@ class CoshBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -776,10 +776,10 @@ class DigammaBackward0(Node):
     __slots__ = ("saved", "version")
     saved: SavedInput
     version: int
-    polygamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
+    polygamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -825,7 +825,7 @@ class DivBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -902,7 +902,7 @@ class ErfBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -944,7 +944,7 @@ class ErfcBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -987,7 +987,7 @@ class ErfinvBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1031,7 +1031,7 @@ class Exp2Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1075,7 +1075,7 @@ class ExpBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1119,7 +1119,7 @@ class Expm1Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1158,7 +1158,7 @@ class FloorBackward0(Node):
     """Backward of floor: grad_input = zeros_like_grad(g)."""
 
     __slots__ = ()
-    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -1181,7 +1181,7 @@ class HypotBackward0(Node):
     out_version: int
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1257,10 +1257,10 @@ class LgammaBackward0(Node):
     __slots__ = ("saved", "version")
     saved: SavedInput
     version: int
-    digamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
+    digamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1302,7 +1302,7 @@ class Log10Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1342,7 +1342,7 @@ class Log1PBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1382,7 +1382,7 @@ class Log2Backward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1422,7 +1422,7 @@ class LogBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1464,10 +1464,10 @@ class Logaddexp2Backward0(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1555,10 +1555,10 @@ class LogaddexpBackward0(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1646,12 +1646,12 @@ class MaximumBackward0(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    greater: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
-    less: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
-    tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
+    less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
+    tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1739,12 +1739,12 @@ class MinimumBackward0(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    greater: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
-    less: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
-    tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
+    less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
+    tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1834,7 +1834,7 @@ class MulBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1925,7 +1925,7 @@ class ReciprocalBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -1969,7 +1969,7 @@ class ReluBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2025,7 +2025,7 @@ class RsqrtBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2069,7 +2069,7 @@ class SigmoidBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2108,7 +2108,7 @@ class SignBackward0(Node):
     """Backward of sign: grad_input = zeros_like_grad(g)."""
 
     __slots__ = ()
-    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -2124,7 +2124,7 @@ class SinBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2164,10 +2164,10 @@ class SincBackward0(Node):
     __slots__ = ("saved", "version")
     saved: SavedInput
     version: int
-    sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
+    sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2209,7 +2209,7 @@ class SinhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2252,7 +2252,7 @@ class SqrtBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2297,7 +2297,7 @@ class SubBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2348,7 +2348,7 @@ class TanBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2392,7 +2392,7 @@ class TanhBackward0(Node):
     version: int
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2431,7 +2431,7 @@ class TruncBackward0(Node):
     """Backward of trunc: grad_input = zeros_like_grad(g)."""
 
     __slots__ = ()
-    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
+    zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -2449,11 +2449,11 @@ class XlogyBackward0(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
-    xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
+    number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
+    xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2541,11 +2541,11 @@ class XlogyBackward1(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
-    xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
+    number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
+    xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None
@@ -2615,11 +2615,11 @@ class XlogyBackward2(Node):
     b_version: int
     a_shape: Shape
     b_shape: Shape
-    number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
-    xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.special (env=)
+    number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
+    xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
-        # Node.__init__, inlined (the generator copies it)
+        # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
         self.next1 = None

@@ -1,8 +1,10 @@
 """The op tables: one registration per op, from which everything else about it comes.
 
-NOTE [Op tables]: each family module (elementwise, reduce, shape, index, linalg, nn,
-convert, inplace) keeps one ``OpTable`` and registers each op in it once, next to
-the op's forward and its Node class:
+NOTE [Op tables]: each family module (pointwise/elementwise.py, reduction/reduce.py,
+movement/shape.py, linalg/, nn/activation.py, convert.py...) keeps one ``OpTable``, whose
+``family`` is the module's path under aiograd.ops (``"pointwise.elementwise"``, ``"linalg"``:
+the ops made from formulas and the generated stubs name it as their module), and registers
+each op in it once, next to the op's forward and its Node class:
 
     @REDUCE.op(functions=(np.sum,), nodes=(SumBackward0,))
     def sum(input, dim=None, keepdim=False, *, dtype=None): ...
@@ -57,7 +59,7 @@ class OpDef(NamedTuple):
 
     name: str  #: the public name (``aiograd.<name>``; for a method-only op, the Tensor attribute)
     fn: Callable[..., Any]  #: the forward
-    family: str  #: the table it belongs to
+    family: str  #: the table it belongs to: its module's path under aiograd.ops
     nodes: tuple[type[Node], ...] = ()  #: Node classes it records; () for an op without gradient
     method: bool = True  #: also ``Tensor.<name>`` (and ``Tensor.<alias>`` for each alias)
     aliases: tuple[str, ...] = ()  #: other names of the same op (``clip`` for ``clamp``)

@@ -16,9 +16,10 @@ from ..autograd.graph import Node, Saved, record, save, unpack
 from ..tensor import Tensor, new_tensor
 from ._common import common_device, is_operand, needs_grad
 from ._table import OpTable
-from .elementwise import ELEMENTWISE, mul
+from .pointwise.elementwise import ELEMENTWISE, mul
 from .linalg import matmul
-from .shape import UnsafeViewBackward0, ViewBackward0, _index, _wrap_dim, expand, int_tuple, permute, reshape
+from .movement.shape import UnsafeViewBackward0, ViewBackward0, _index, _wrap_dim, expand, int_tuple, permute, reshape
+from .._dtypes import torch_dtype_name as _torch_dtype_name
 
 CONTRACT = OpTable("contract")
 
@@ -213,7 +214,7 @@ class EinsumBackward0(Node):
         sizes: dict[str, int],
         spare: list[str],
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.operands = operands
         self.terms = terms
         self.out_term = out_term
@@ -288,8 +289,6 @@ def einsum(*args: Any) -> Tensor:
     operands = [_as_operand(x, i) for i, x in enumerate(raw)]
     for x in operands[1:]:
         if x.dtype != operands[0].dtype:
-            from .nn import _torch_dtype_name
-
             raise RuntimeError(
                 f"expected scalar type {_torch_dtype_name(operands[0].dtype)} but found {_torch_dtype_name(x.dtype)}"
             )

@@ -73,7 +73,7 @@ class ToCopyBackward0(Node):
     src_device: Device
 
     def __init__(self, src_dtype: np.dtype, src_device: Device) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.src_dtype = src_dtype
         self.src_device = src_device
 

@@ -21,7 +21,7 @@ operation"). When autograd is involved, the rules follow torch:
   ``CopySlices`` (the gradient outside the view goes to the old base, inside it
   to the op's result), and the view becomes an ``AsStridedBackward0`` view of the
   new base. Other live views of the base that overlap the write are
-  regenerated the same way (NOTE [Live views] in shape.py).
+  regenerated the same way (NOTE [Live views] in movement/shape.py).
 * nothing requires grad (or grad mode is off): write and bump the version.
 
 An expanded tensor (``expand``/``broadcast_to``) has several elements in one
@@ -36,14 +36,14 @@ import numpy as np
 
 from ..autograd.graph import Node, Shape, record, sum_to
 from ..tensor import Tensor
-from . import elementwise as _ew
+from .pointwise import elementwise as _ew
 from . import linalg as _linalg
-from . import scan as _scan
-from . import special as _special
+from .reduction import scan as _scan
+from .pointwise import special as _special
 from ._common import check_operand, common_device, needs_grad
 from ._table import OpTable
-from .diagonal import DIAGONAL
-from .index import (
+from .movement.diagonal import DIAGONAL
+from .indexing.index import (
     IndexPutBackward0,
     _put,
     _values,
@@ -51,8 +51,8 @@ from .index import (
     normalize_index,
     _ADVANCED,
 )
-from .scatter import SCATTER, MaskedFillBackward0, MaskedFillBackward1, masked_fill
-from .shape import live_views
+from .indexing.scatter import SCATTER, MaskedFillBackward0, MaskedFillBackward1, masked_fill
+from .movement.shape import live_views
 
 INPLACE = OpTable("inplace")
 
@@ -155,7 +155,7 @@ class AsStridedBackward0(Node):
     base_shape: Shape
 
     def __init__(self, ids: np.ndarray, base_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.ids = ids
         self.base_shape = base_shape
 
@@ -179,7 +179,7 @@ class CopySlices(Node):
     base_shape: Shape
 
     def __init__(self, ids: np.ndarray, base_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.ids = ids
         self.base_shape = base_shape
 
@@ -555,7 +555,7 @@ class FillBackward0(Node):
     value_shape: Shape
 
     def __init__(self, value_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.value_shape = value_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
@@ -582,7 +582,7 @@ class CopyBackwards(Node):
     src_dtype: np.dtype
 
     def __init__(self, src_shape: Shape, src_dtype: np.dtype) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.src_shape = src_shape
         self.src_dtype = src_dtype
 

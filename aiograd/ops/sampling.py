@@ -19,10 +19,10 @@ from ..device import DeviceLike
 from ..tensor import DTypeLike, Tensor, _make, _resolve_dtype, _shape_args, get_default_dtype, new_tensor
 from ._common import broadcast_shapes, common_device, needs_grad
 from ._table import OpTable
-from .elementwise import NotImplementedBackward, zeros_like_grad
+from .pointwise.elementwise import NotImplementedBackward, zeros_like_grad
 from .inplace import _inplace
-from .nn import _torch_dtype_name
-from .shape import _index
+from .._dtypes import torch_dtype_name as _torch_dtype_name
+from .movement.shape import _index
 
 SAMPLING = OpTable("sampling")
 
@@ -35,7 +35,7 @@ class _ZeroGradient(Node):
     shapes: tuple[Shape, ...]
 
     def __init__(self, shapes: tuple[Shape, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.shapes = shapes
 
     def apply(self, grads: list[Any]) -> list[Any]:

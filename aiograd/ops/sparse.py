@@ -30,7 +30,7 @@ from .._sparse import SparseCOO, unsupported
 from ..autograd.graph import Node, Saved, Shape, link_one, record, save, unpack
 from ..device import CPU, Device
 from ..tensor import Tensor, _resolve_dtype, _to_array, new_tensor
-from ._common import grad_enabled, needs_grad
+from ._common import grad_enabled, needs_grad, torch_dtype_name
 from ._table import OpTable
 from .linalg._products import MmBackward0, mm
 
@@ -65,7 +65,7 @@ class SparseCooTensorWithDimsAndTensorsBackward0(Node):
     pattern: SparseCOO
 
     def __init__(self, pattern: SparseCOO) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.pattern = pattern
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -79,7 +79,7 @@ class SparseMaskBackward0(Node):
     pattern: SparseCOO
 
     def __init__(self, pattern: SparseCOO) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.pattern = pattern
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -206,7 +206,7 @@ class ToDenseBackward0(Node):
     masked: bool
 
     def __init__(self, pattern: SparseCOO, masked: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.pattern = pattern
         self.masked = masked
 
@@ -322,7 +322,7 @@ class ValuesBackward0(Node):
     pattern: SparseCOO
 
     def __init__(self, pattern: SparseCOO) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.pattern = pattern
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -407,7 +407,7 @@ class SparseAddmmBackward0(Node):
     pattern: SparseCOO
 
     def __init__(self, s: Saved, d: Saved, pattern: SparseCOO) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.s = s
         self.d = d
         self.pattern = pattern
@@ -462,7 +462,7 @@ class SparseSparseMatmulBackward0(Node):
     b_pattern: SparseCOO
 
     def __init__(self, a: Saved, b: Saved, a_pattern: SparseCOO, b_pattern: SparseCOO) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.b = b
         self.a_pattern = a_pattern
@@ -529,8 +529,6 @@ def sparse_mm(mat1: Tensor, mat2: Tensor) -> Tensor:
     if b.shape[0] != coo.shape[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {coo.shape[1]}, got {b.shape[0]}")
     if b.dtype != coo.dtype:
-        from ._common import torch_dtype_name
-
         raise RuntimeError(f"expected scalar type {torch_dtype_name(coo.dtype)} but found {torch_dtype_name(b.dtype)}")
     out = new_tensor(np.matmul(coo, b), mat1._device)
     if needs_grad(mat1, mat2):
@@ -567,7 +565,7 @@ class SparseSumBackward0(Node):
     kept: "SparseCOO | None"  # the result's pattern when it is sparse
 
     def __init__(self, pattern: SparseCOO, dims: tuple[int, ...], kept: 'SparseCOO | None') -> None:
-        Node.__init__(self)
+        self._init_node()
         self.pattern = pattern
         self.dims = dims
         self.kept = kept
@@ -665,7 +663,7 @@ class SparseSoftmaxBackward0(Node):
     _log = False
 
     def __init__(self, out_values: np.ndarray, group: np.ndarray, n: int, pattern: SparseCOO) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.out_values = out_values
         self.group = group
         self.n = n

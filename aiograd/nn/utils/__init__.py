@@ -16,6 +16,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from ...tensor import Tensor, get_default_dtype
+from ...ops.linalg._norms import vector_norm
+from ...ops.movement.join import cat
 
 __all__ = [
     "clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
@@ -30,8 +32,6 @@ def _as_list(tensors: Tensor | Iterable[Tensor]) -> list[Tensor]:
 def _vector_norm(a: np.ndarray, p: float) -> np.ndarray:
     """The ``p``-norm of all of ``a``'s elements, a 0-d array of its real dtype: ``linalg.vector_norm``'s
     (NOTE [Norm primitives]), as torch computes these norms."""
-    from ...ops.linalg._norms import vector_norm
-
     return vector_norm(Tensor._wrap(a), p)._data
 
 
@@ -120,8 +120,6 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
 
 def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
     """The parameters flattened and concatenated into one vector (differentiable, like torch.cat)."""
-    from ... import cat
-
     params = list(parameters)
     _check_same_device(params)
     return cat([p.reshape(-1) for p in params])

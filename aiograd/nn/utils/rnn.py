@@ -4,7 +4,7 @@ A ``PackedSequence`` holds the steps of a batch of sequences sorted by length, l
 one time step after another: ``data`` (N, *) is step 0 of every sequence, then step 1 of every
 sequence that has one, and so on; ``batch_sizes`` (an int64 Tensor) is how many sequences each
 step has. ``nn.RNN``, ``nn.LSTM`` and ``nn.GRU`` accept one and run each step only for the
-sequences it has (NOTE [Recurrent layer] in ops/recurrent.py). Packing and padding are index
+sequences it has (NOTE [Recurrent layer] in ops/nn/recurrent.py). Packing and padding are index
 ops on the data, so gradients flow through them.
 """
 
@@ -14,8 +14,8 @@ from typing import Any, Iterable, NamedTuple
 
 import numpy as np
 
-from ...ops.index import index_select
-from ...ops.join import cat
+from ...ops.indexing.index import index_select
+from ...ops.movement.join import cat
 from ...tensor import Tensor, full
 
 __all__ = [

@@ -26,7 +26,7 @@ _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "dono
 
 def _distances(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
     """The ``(P, R)`` distances between the rows of ``a`` and of ``b``."""
-    from scipy.spatial.distance import cdist as scipy_cdist
+    from scipy.spatial.distance import cdist as scipy_cdist  # on first use, as scipy.special (NOTE [erf])
 
     m = a.shape[-1]
     if a.shape[0] == 0 or b.shape[0] == 0 or m == 0:
@@ -52,7 +52,7 @@ class CdistBackward0(Node):
     x2_shape: Shape
 
     def __init__(self, x1: Saved, x2: Saved, result: Saved, p: float, x1_shape: Shape, x2_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x1 = x1
         self.x2 = x2
         self.result = result

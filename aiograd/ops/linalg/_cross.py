@@ -11,6 +11,7 @@ from ...autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
 from ...tensor import Tensor
 from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
 from ._family import LINALG, records
+from ..movement.shape import _wrap_dim
 
 __all__ = ["cross", "linalg_cross"]
 
@@ -34,7 +35,7 @@ class LinalgCrossBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: Saved, b: Saved, dim: int, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.b = b
         self.dim = dim
@@ -57,8 +58,6 @@ class LinalgCrossBackward0(Node):
 
 
 def _cross(input: Tensor, other: Tensor, dim: int) -> Tensor:
-    from ..shape import _wrap_dim
-
     ad, bd = input._data, other._data
     if ad.ndim != bd.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")

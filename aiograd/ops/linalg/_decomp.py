@@ -36,6 +36,7 @@ from .._common import graph_mode, wrap
 from ._family import (LINALG, LinAlgError, batch_label, check_matrix, check_square, first_failure, lapack_info,
                       not_implemented, records, svd_arrays)
 from ._matrix import diag_embed, diagonal, eye_like, is_graph, mT, solve, tril
+from ..movement.join import cat
 
 __all__ = ["svd", "linalg_svd", "linalg_svdvals", "qr", "linalg_qr", "cholesky", "linalg_cholesky", "linalg_eigh",
            "linalg_eigvalsh"]
@@ -99,7 +100,7 @@ class LinalgSvdBackward0(Node):
     vh: Saved
 
     def __init__(self, u: Saved, s: Saved, vh: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.u = u
         self.s = s
         self.vh = vh
@@ -217,8 +218,6 @@ def qr_backward(gq: Any, gr: Any, q: Any, r: Any) -> Any:
         gq = shift if gq is None else gq + shift
     gx = _qr_backward_tall(gq, gu, q, r[..., :m])
     if is_graph(gx) or is_graph(gy):
-        from ..join import cat
-
         return cat([x if is_graph(x) else Tensor._wrap(x) for x in (gx, gy)], -1)
     return np.concatenate([gx, gy], -1)
 
@@ -232,7 +231,7 @@ class LinalgQrBackward0(Node):
     mode: str
 
     def __init__(self, q: Saved, r: Saved, mode: str) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.q = q
         self.r = r
         self.mode = mode
@@ -314,7 +313,7 @@ class LinalgCholeskyExBackward0(Node):
     upper: bool
 
     def __init__(self, factor: Saved, upper: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.factor = factor
         self.upper = upper
 
@@ -394,7 +393,7 @@ class LinalgEighBackward0(Node):
     vectors: Saved
 
     def __init__(self, values: Saved, vectors: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.values = values
         self.vectors = vectors
 

@@ -127,7 +127,7 @@ def svd_arrays(d: np.ndarray, compute_uv: bool = True, full_matrices: bool = Fal
 def lapack_info(routine: str, m: np.ndarray) -> int:
     """LAPACK's ``info`` of ``routine`` (``getrf``, ``potrf``) on the matrix ``m``: 0 on success, ``k > 0``
     for the (1-based) failing pivot or leading minor."""
-    from scipy.linalg import lapack
+    from scipy.linalg import lapack  # on first use, as scipy.special (NOTE [erf])
 
     fn = lapack.get_lapack_funcs(routine, (m,))
     if routine == "potrf":

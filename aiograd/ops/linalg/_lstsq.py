@@ -80,7 +80,7 @@ class LinalgPinvBackward0(Node):
     pinv: Saved
 
     def __init__(self, a: Saved, pinv: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.pinv = pinv
 
@@ -153,7 +153,7 @@ class LinalgLstsqBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: Saved, b: Saved, x: Saved, vector: bool, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.b = b
         self.x = x
@@ -219,7 +219,7 @@ def _lstsq_checks(A: Tensor, B: Tensor, driver: Any) -> tuple[np.ndarray, np.nda
 
 def _solve_one(a: np.ndarray, b: np.ndarray, cond: float, driver: str) -> tuple[np.ndarray, int, Any]:
     """One least-squares problem: (solution, rank, singular values or None)."""
-    import scipy.linalg
+    import scipy.linalg  # on first use, as scipy.special (NOTE [erf])
 
     n = a.shape[-1]
     if a.size == 0 or b.size == 0:

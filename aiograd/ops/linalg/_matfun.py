@@ -22,6 +22,9 @@ from ._family import LINALG, check_square, records
 from ._matrix import is_graph, mT
 from ._products import MmBackward0, matmul
 from ._solve import LinalgInvExBackward0, _inv
+from ..movement.join import cat
+from ..convert import clone
+from ..pointwise.elementwise import where
 
 __all__ = ["matrix_power", "linalg_matrix_power", "matrix_exp", "linalg_matrix_exp"]
 
@@ -37,9 +40,6 @@ def _square_any_dtype(op: str, A: Tensor) -> np.ndarray:
 
 
 def _matrix_power(A: Tensor, n: Any) -> Tensor:
-    from ..convert import clone
-    from ..elementwise import where
-
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         try:
             n = operator.index(n)
@@ -91,7 +91,7 @@ def expm(a: Any) -> Any:
     """``exp`` of each matrix of ``a``: scipy's ``expm`` on arrays, the differentiable op on Tensors."""
     if is_graph(a):
         return _matrix_exp(a)
-    import scipy.linalg
+    import scipy.linalg  # on first use, as scipy.special (NOTE [erf])
 
     if a.size == 0:
         return np.zeros_like(a)
@@ -107,8 +107,6 @@ def frechet_exp(a: Any, g: Any) -> Any:
     block: Any
     zeros = np.zeros(a.shape, dtype=a.dtype)
     if is_graph(at) or is_graph(g):
-        from ..join import cat
-
         z = Tensor._wrap(zeros)
         parts = [x if is_graph(x) else Tensor._wrap(np.asarray(x)) for x in (at, g)]
         block = cat([cat([parts[0], parts[1]], -1), cat([z, parts[0]], -1)], -2)
@@ -125,7 +123,7 @@ class LinalgMatrixExpBackward0(Node):
     a: Saved
 
     def __init__(self, a: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
 
     def release_variables(self) -> None:

@@ -68,7 +68,7 @@ def triu(x: Any, k: int = 0) -> Any:
 def solve(a: Any, b: Any) -> Any:
     """``a^{-1} b`` for a batch of invertible ``a`` and matrices ``b`` (differentiable on Tensors)."""
     if is_graph(a) or is_graph(b):
-        from ._solve import linalg_solve
+        from ._solve import linalg_solve  # cycle: linalg._solve -> linalg._matrix -> linalg._solve
 
         return linalg_solve(a, b)
     return np.linalg.solve(a, b)

@@ -19,9 +19,9 @@ import numpy as np
 from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output
 from ...tensor import Tensor, _resolve_dtype
 from .._common import torch_dtype_name, wrap
-from ..reduce import _unpack_with_kept_dims, accumulation_dtype, amax, amin, normalize_dims
-from ..reduce import sum as reduce_sum
-from ..shape import _wrap_dim, movedim
+from ..reduction.reduce import _unpack_with_kept_dims, accumulation_dtype, amax, amin, normalize_dims
+from ..reduction.reduce import sum as reduce_sum
+from ..movement.shape import _wrap_dim, movedim
 from ._decomp import linalg_svdvals
 from ._family import LINALG, check_float, check_matrix, records
 
@@ -65,7 +65,7 @@ class LinalgVectorNormBackward0(Node):
     keepdim: bool
 
     def __init__(self, x: Saved, result: Saved, ord: float, in_shape: Shape, dims: Any, keepdim: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.result = result
         self.ord = ord

@@ -12,6 +12,7 @@ from ...autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
 from ...tensor import Tensor
 from .._common import common_device, graph_mode, is_operand, needs_grad, operand_error, torch_dtype_name, wrap
 from ._family import LINALG, records
+from ..reduction.reduce import sum as reduce_sum
 from ._matrix import mT
 
 __all__ = ["matmul", "mm", "bmm", "dot", "vdot", "mv", "addmm", "addmv", "baddbmm", "addbmm", "linalg_vecdot",
@@ -28,7 +29,7 @@ class MmBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: Saved, b: Saved, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.b = b
         self.a_shape = a_shape
@@ -290,7 +291,7 @@ class AddmmBackward0(Node):
     vector: bool
 
     def __init__(self, left: Saved, right: Saved, input_shape: Shape, beta: Any, alpha: Any, vector: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.left = left
         self.right = right
         self.input_shape = input_shape
@@ -454,8 +455,6 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
 @LINALG.op(nodes=(VdotBackward0,), method=False, export=False)
 def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """``aiograd.linalg.vecdot``: ``sum(conj(x) * y, dim)``, batch dims broadcast (``vdot`` for two vectors)."""
-    from ..reduce import sum
-
     xd, yd = x._data, y._data
     if xd.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
@@ -468,7 +467,7 @@ def linalg_vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     if xd.dtype.kind == "c":
         records("linalg.vecdot", x, y)  # refuses complex operands that require grad
         x = Tensor._wrap(np.conj(xd), x._device)
-    return sum(x * y, dim)
+    return reduce_sum(x * y, dim)
 
 
 def _chain_order(dims: list[int]) -> list[list[int]]:

@@ -17,6 +17,9 @@ from ...tensor import Tensor
 from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
 from ._family import LINALG, LinAlgError, batch_label, check_float, check_square, first_failure, lapack_info, records
 from ._matrix import diag_embed, is_graph, mT, solve
+from ._decomp import linalg_svd
+from ..movement.join import cat
+from ..pointwise.elementwise import where
 
 __all__ = ["inverse", "linalg_inv", "det", "linalg_det", "slogdet", "linalg_slogdet", "logdet", "linalg_solve"]
 
@@ -47,7 +50,7 @@ class LinalgInvExBackward0(Node):
     inverse: Saved
 
     def __init__(self, inverse: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.inverse = inverse
 
     def release_variables(self) -> None:
@@ -101,8 +104,6 @@ def _cofactor_by_svd(a: Any, scale: Any) -> Any:
     vh: Any
     sign: Any
     if is_graph(a):
-        from ._decomp import linalg_svd
-
         u, s, vh = linalg_svd(a)
         sign = _det(u) * _det(vh)
     else:
@@ -136,8 +137,6 @@ def _cofactor(a: Any, scale: Any) -> Any:
     parts = (_cofactor(fa[good], fscale[good]), _cofactor_by_svd(fa[bad], fscale[bad]))
     order = np.argsort(np.concatenate([good, bad]))
     if is_graph(a):
-        from ..join import cat
-
         joined = cat([p if is_graph(p) else Tensor._wrap(p) for p in parts], 0)
         return joined[order].reshape(a.shape)
     return np.concatenate(parts, 0)[order].reshape(a.shape)
@@ -150,7 +149,7 @@ class LinalgDetBackward0(Node):
     a: Saved
 
     def __init__(self, a: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
 
     def release_variables(self) -> None:
@@ -196,7 +195,7 @@ class LinalgSlogdetBackward0(Node):
     logabsdet: Saved
 
     def __init__(self, a: Saved, sign: Saved, logabsdet: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.sign = sign
         self.logabsdet = logabsdet
@@ -254,8 +253,6 @@ def linalg_slogdet(A: Tensor) -> return_types.linalg_slogdet:
 def logdet(input: Tensor) -> Tensor:
     """``log(det(input))``: NaN where the determinant is negative, ``-inf`` where it is 0 (made from
     ``slogdet`` and ``where``, as torch)."""
-    from ..elementwise import where
-
     d = input._data
     if d.ndim >= 2:
         check_float("logdet", d)
@@ -284,7 +281,7 @@ class LinalgSolveExBackward0(Node):
     b_shape: Shape
 
     def __init__(self, a: Saved, x: Saved, left: bool, vector: bool, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.x = x
         self.left = left

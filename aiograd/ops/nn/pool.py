@@ -9,7 +9,7 @@ running sum, so no copy of the windows is ever made. A 1-D pool is its 2-D pool
 on an unsqueezed input (torch's own composition: its result's node is
 ``SqueezeBackward1``). Max pooling's gradient goes to the input position of
 each maximum (a scatter by flat index; the graph-mode path uses the
-differentiable row scatter of nn.py); average pooling's is col2im of the
+differentiable row scatter of layers.py); average pooling's is col2im of the
 gradient spread over each window.
 """
 
@@ -19,16 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, link_one
-from ..tensor import Tensor
-from ._common import grad_enabled, wrap
+from ...autograd.graph import Node, Shape, link_one
+from ...tensor import Tensor
+from .._common import grad_enabled, wrap
 from ._nn_common import float_data, ntuple
-from ._table import OpTable
+from .._table import OpTable
 from ._window import Window, pad_hw
 from .conv import cols_to_image
-from .nn import _scatter_rows
+from .layers import _scatter_rows
 
-POOL = OpTable("pool")
+POOL = OpTable("nn.pool")
 
 
 def pool_out(size: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
@@ -84,7 +84,7 @@ class _MaxPoolBackward(Node):
         taps: np.ndarray | None,
         kernel: tuple[int, int],
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.flat = flat
         self.in_shape = in_shape
         self.overlap = overlap
@@ -331,7 +331,7 @@ class AvgPool2DBackward0(Node):
     in_shape: Shape
 
     def __init__(self, window: Window, div: np.ndarray, in_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.window = window
         self.div = div
         self.in_shape = in_shape

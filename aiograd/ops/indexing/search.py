@@ -11,13 +11,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..autograd.graph import Node, record
-from ..tensor import Tensor, new_tensor
-from ._common import needs_grad
-from ._table import OpTable
-from .shape import _wrap_dim
+from ...autograd.graph import Node, record
+from ...tensor import Tensor, new_tensor
+from .._common import needs_grad
+from .._table import OpTable
+from ..movement.shape import _wrap_dim
 
-SEARCH = OpTable("search")
+SEARCH = OpTable("indexing.search")
 
 
 def _np_nonzero(a: Tensor) -> Any:

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import return_types
-from ..autograd.graph import link_one, save, save_output
-from ..tensor import Tensor
-from ._common import grad_enabled, wrap
-from ._table import OpTable
+from ... import return_types
+from ...autograd.graph import link_one, save, save_output
+from ...tensor import Tensor
+from .._common import grad_enabled, wrap
+from .._table import OpTable
 from ._tie_order import (
     REPLAY_BUDGET,
     greater_nan_first,
@@ -29,11 +29,11 @@ from ._tie_order import (
     stl_partial_sort,
     stl_sort,
 )
-from .elementwise import lerp
+from ..pointwise.elementwise import lerp, where
 from .reduce import MaxBackward0, MaxBackward1
-from .shape import _wrap_dim, movedim
+from ..movement.shape import _wrap_dim, movedim
 
-SORTING = OpTable("sorting")
+SORTING = OpTable("reduction.sorting")
 
 _INSERTION_SORTED = 16  # rows up to this long are insertion-sorted by std::sort: equal values keep their order
 
@@ -476,8 +476,6 @@ def _rank_weights(q: Tensor, sd: np.ndarray, nan: np.ndarray, ignore_nan: bool, 
     q1 = q.reshape(-1)
     w = q1 * Tensor._wrap(scale, input._device) - Tensor._wrap(below.astype(sd.dtype), input._device)
     if fixed.any():
-        from .elementwise import where
-
         w = where(np.broadcast_to(fixed, w.shape), Tensor._wrap(np.zeros((), sd.dtype)), w)
     return w
 

@@ -1,14 +1,14 @@
-"""Fused neural-network primitives and their derivative rules: softmax, log_softmax,
-nll_loss, embedding, one_hot, dropout.
+"""Fused layers and their derivative rules: linear, embedding, one_hot, dropout.
 
-Each is one node with a fused, numerically stable rule (the places where
-composing from elementwise primitives would be slower or lose precision). The
-other families of torch.nn.functional's primitives have their own modules:
-activation, conv (and unfold/fold), pool, resample (interpolate, adaptive
-average pooling), pad, norm, loss and attention.
+Each is one node with a fused rule (the places where composing from other
+primitives would be slower or lose precision). The other families of
+torch.nn.functional's primitives have their own modules beside this one:
+activation (softmax and log_softmax too), loss (nll_loss too), conv (and
+unfold/fold), pool, resample (interpolate, adaptive average pooling), pad,
+normalization, attention and recurrent.
 
 Rules that are plain numpy expressions of the saved values also serve
-create_graph passes (NOTE [One rule for both modes] in _common.py). Where a
+create_graph passes (NOTE [One rule for both modes] in ops/_common.py). Where a
 rule is a scatter (embedding, max pooling) the graph-mode path calls the
 differentiable row gather/scatter pair defined here, each the other's
 derivative.
@@ -20,115 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
-from ..tensor import Tensor, _generator
-from ._common import grad_enabled, needs_grad, wrap
-from ._common import torch_dtype_name as _torch_dtype_name
-from ._nn_common import REDUCTIONS as _REDUCTIONS
-from ._nn_common import check_reduction as _check_reduction
-from ._nn_common import float_data
-from ._table import OpTable
-from .shape import _wrap_dim
+from ...autograd.graph import Node, Saved, link_one, record, save, unpack
+from ...tensor import Tensor, _generator
+from .._common import grad_enabled, needs_grad, wrap
+from .._common import torch_dtype_name as _torch_dtype_name
+from .._table import OpTable
 
-NN = OpTable("nn")
-
-
-# ----- softmax / log_softmax ------------------------------------------------------------
-
-
-class SoftmaxBackward0(Node):
-    """grad_input = y * (g - sum(g * y, dim)) with y the saved output."""
-
-    __slots__ = ("out", "dim")
-    out: Saved
-    dim: int | None
-
-    def __init__(self, out: Saved, dim: int | None) -> None:
-        Node.__init__(self)
-        self.out = out
-        self.dim = dim
-
-    def release_variables(self) -> None:
-        self.out = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        graph = g.__class__ is Tensor
-        y = unpack(self, self.out, graph)
-        gy = g * y
-        if graph or self.dim is None:  # a 0-d input: numpy scalars, nothing to write in place
-            return (gy - y * np.sum(gy, axis=self.dim, keepdims=True),)
-        t = y * np.sum(gy, axis=self.dim, keepdims=True)  # two temporaries, the second the result
-        return (np.subtract(gy, t, out=gy),)
-
-
-class LogSoftmaxBackward0(Node):
-    """grad_input = g - exp(y) * sum(g, dim) with y the saved output."""
-
-    __slots__ = ("out", "dim")
-    out: Saved
-    dim: int | None
-
-    def __init__(self, out: Saved, dim: int | None) -> None:
-        Node.__init__(self)
-        self.out = out
-        self.dim = dim
-
-    def release_variables(self) -> None:
-        self.out = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        graph = g.__class__ is Tensor
-        y = unpack(self, self.out, graph)
-        if graph or self.dim is None:
-            return (g - np.exp(y) * np.sum(g, axis=self.dim, keepdims=True),)
-        t = np.exp(y)  # one temporary, which becomes the result
-        t *= np.sum(g, axis=self.dim, keepdims=True)
-        return (np.subtract(g, t, out=t),)
-
-
-def _softmax_prep(input: Tensor, dim: int, dtype: Any, op: str) -> tuple[Tensor, np.ndarray, int]:
-    if dtype is not None:
-        input = input.to(dtype)
-    xd = float_data(input, op)
-    return input, xd, _wrap_dim(dim, xd.ndim)
-
-
-@NN.op(nodes=(SoftmaxBackward0,))
-def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """``exp(x) / sum(exp(x), dim)``, computed after subtracting the max (stable)."""
-    input, xd, d = _softmax_prep(input, dim, dtype, "softmax")
-    if xd.ndim == 0:
-        res = np.ones_like(xd)
-    elif xd.size == 0:  # nothing to normalize (the max of an empty dim would raise)
-        res = np.empty_like(xd)
-    else:
-        e = xd - xd.max(axis=d, keepdims=True)
-        np.exp(e, out=e)
-        e /= e.sum(axis=d, keepdims=True)
-        res = e
-    out = wrap(res, input._device)
-    if input._requires_grad and grad_enabled():
-        link_one(SoftmaxBackward0(save_output(out), d if xd.ndim else None), input, out)
-    return out
-
-
-@NN.op(nodes=(LogSoftmaxBackward0,))
-def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    """``x - logsumexp(x, dim)``, computed after subtracting the max (stable)."""
-    input, xd, d = _softmax_prep(input, dim, dtype, "log_softmax")
-    if xd.ndim == 0:
-        res = np.zeros_like(xd)
-    elif xd.size == 0:
-        res = np.empty_like(xd)
-    else:
-        res = xd - xd.max(axis=d, keepdims=True)
-        res -= np.log(np.exp(res).sum(axis=d, keepdims=True))
-    out = wrap(res, input._device)
-    if input._requires_grad and grad_enabled():
-        link_one(LogSoftmaxBackward0(save_output(out), d if xd.ndim else None), input, out)
-    return out
+NN = OpTable("nn.layers")
 
 
 # ----- linear -------------------------------------------------------------------------------------
@@ -143,7 +41,7 @@ class AddmmBackward0(Node):
     w: Saved  #: saved when the input needs a gradient
 
     def __init__(self, x: Saved, w: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.w = w
 
@@ -215,110 +113,6 @@ def linear_nd(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tens
     return flat.reshape(*lead, weight.shape[0])
 
 
-# ----- nll_loss ----------------------------------------------------------------------------
-
-class NllLossBackward0(Node):
-    """The gradient is ``g`` (broadcast) times a constant: -weight[target] at each target
-    position (scaled by 1/total_weight for 'mean'), zero elsewhere; linear in ``g``."""
-
-    __slots__ = ("coef", "g_shape")
-    coef: np.ndarray
-    g_shape: Shape | None
-
-    def __init__(self, coef: np.ndarray, g_shape: Shape | None) -> None:
-        Node.__init__(self)
-        self.coef = coef
-        self.g_shape = g_shape
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        if self.g_shape is not None:
-            g = g.reshape(self.g_shape)
-        return (g * self.coef,)
-
-
-@NN.op(nodes=(NllLossBackward0,), method=False)
-def nll_loss(
-    input: Tensor, target: Any, weight: Tensor | None = None, ignore_index: int = -100,
-    reduction: str = "mean",
-) -> Tensor:
-    """Negative log likelihood of class-index ``target`` under log-probabilities ``input``.
-
-    ``input`` is (C,), (N, C) or (N, C, d1, ...); ``target`` holds class indices of
-    shape (), (N,) or (N, d1, ...). ``weight`` rescales each class; targets equal
-    to ``ignore_index`` contribute nothing. ``reduction='mean'`` divides by the
-    sum of the weights of the non-ignored targets (as torch).
-    """
-    _check_reduction(reduction)
-    xd = input._data
-    td = target._data if isinstance(target, Tensor) else np.asarray(target)
-    if td.dtype.kind not in "iu":
-        raise RuntimeError(
-            f"expected scalar type Long but found {_torch_dtype_name(td.dtype)}"
-        )
-    if xd.ndim < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {xd.ndim})")
-    if xd.ndim == 1:
-        if td.ndim != 0:
-            if td.ndim == 1 and td.shape[0] != 1:
-                raise ValueError(
-                    f"Expected input batch_size (1) to match target batch_size ({td.shape[0]})."
-                )
-        x2 = xd.reshape(1, -1)
-        t2 = td.reshape(1)
-    else:
-        if td.ndim == 0 or xd.shape[0] != td.shape[0]:
-            raise ValueError(
-                f"Expected input batch_size ({xd.shape[0]}) to match target batch_size "
-                f"({td.shape[0] if td.ndim else 0})."
-            )
-        if td.shape[1:] != xd.shape[2:]:
-            raise RuntimeError(
-                f"Expected target size {[xd.shape[0]] + list(xd.shape[2:])}, got {list(td.shape)}"
-            )
-        x2, t2 = xd, td
-    C = x2.shape[1]
-    valid = t2 != ignore_index
-    safe = np.where(valid, t2, 0)
-    bad = valid & ((t2 < 0) | (t2 >= C))
-    if bad.any():
-        raise IndexError(f"Target {int(t2[bad].flat[0])} is out of bounds.")
-    if weight is not None:
-        wd = weight._data if isinstance(weight, Tensor) else np.asarray(weight)
-        if wd.shape != (C,):
-            raise RuntimeError(
-                f"weight tensor should be defined either for all {C} classes or no classes but got "
-                f"weight tensor of shape: {list(wd.shape)}"
-            )
-        w = wd[safe].astype(x2.dtype, copy=False) * valid
-    else:
-        w = valid.astype(x2.dtype)
-    picked = np.take_along_axis(x2, safe[:, None], axis=1)[:, 0]
-    losses = -picked * w
-    scale: Any = 1.0
-    if reduction == "none":
-        res = losses if xd.ndim > 1 else losses.reshape(())
-    elif reduction == "sum":
-        res = losses.sum()
-    else:
-        total = w.sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            res = losses.sum() / total  # 0/0 = nan when every target is ignored, as torch
-            scale = np.reciprocal(total)
-    out = wrap(np.asarray(res, dtype=xd.dtype), input._device)
-    if input._requires_grad and grad_enabled():
-        # Only the targets that count get a coefficient (as torch writes only those): with every
-        # target ignored the gradient is 0, not 0 * (1 / 0); a counted target of weight 0 with a
-        # total weight of 0 gets 0 * inf = NaN, as torch's.
-        with np.errstate(invalid="ignore"):
-            picked_coef = np.where(valid, -w * scale, 0).astype(xd.dtype, copy=False)
-        coef = np.zeros(x2.shape, dtype=xd.dtype)
-        np.put_along_axis(coef, safe[:, None], picked_coef[:, None], axis=1)
-        g_shape = (x2.shape[0], 1) + x2.shape[2:] if reduction == "none" and xd.ndim > 1 else None
-        link_one(NllLossBackward0(coef.reshape(xd.shape), g_shape), input, out)
-    return out
-
-
 # ----- row gather / scatter (differentiable pair) -----------------------------------------
 
 
@@ -348,7 +142,7 @@ def _index_add_rows(g: np.ndarray, idx: np.ndarray, rows: int) -> np.ndarray:
         out = np.zeros((rows, D), dtype=g.dtype)
         out[flat] = g2
         return out
-    from scipy import sparse
+    from scipy import sparse  # on first use, as scipy.special (NOTE [erf])
 
     indptr = np.zeros(rows + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
@@ -364,7 +158,7 @@ class _GatherRowsBackward(Node):
     mask: np.ndarray | None
 
     def __init__(self, idx: np.ndarray, rows: int, mask: np.ndarray | None) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.idx = idx
         self.rows = rows
         self.mask = mask
@@ -387,7 +181,7 @@ class _ScatterRowsBackward(Node):
     idx: np.ndarray
 
     def __init__(self, idx: np.ndarray) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.idx = idx
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -480,7 +274,7 @@ class NativeDropoutBackward0(Node):
     mask: np.ndarray
 
     def __init__(self, mask: np.ndarray) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.mask = mask
 
     def apply(self, grads: list[Any]) -> tuple[Any]:

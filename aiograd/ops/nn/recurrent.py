@@ -33,12 +33,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, SavedArray, record, save, unpack
-from ..tensor import Tensor, zeros
-from ._common import common_device, needs_grad, wrap
-from ._table import OpTable
+from ...autograd.graph import Node, Saved, SavedArray, record, save, unpack
+from ...tensor import Tensor, zeros
+from .._common import common_device, needs_grad, wrap
+from .._table import OpTable
 
-RECURRENT = OpTable("recurrent")
+RECURRENT = OpTable("nn.recurrent")
 
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
 GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -449,7 +449,7 @@ class RnnBackwardBase(Node):
         mode: str,
         packed: bool,
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.hx = hx
         self.cx = cx

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .._warn import warn_user
-from ..autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
-from ..tensor import Tensor, new_tensor
-from ._common import broadcast_shapes, check_operand, common_device, needs_grad, operand_error
-from ._table import OpTable
-from .elementwise import NotImplementedBackward, eq, where
+from ..._warn import warn_user
+from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
+from ...tensor import Tensor, new_tensor
+from .._common import broadcast_shapes, check_operand, common_device, needs_grad, operand_error
+from .._table import OpTable
+from ..pointwise.elementwise import NotImplementedBackward, eq, where
 from .index import (
     IndexPutBackward0,
     _along_dim_index,
@@ -31,11 +31,11 @@ from .index import (
     gather,
     getitem,
 )
-from .join import cat
-from .nn import _torch_dtype_name
-from .shape import _wrap_dim, reshape
+from ..movement.join import cat
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
+from ..movement.shape import _wrap_dim, reshape
 
-SCATTER = OpTable("scatter")
+SCATTER = OpTable("indexing.scatter")
 
 
 class ScatterBackward0(IndexPutBackward0):
@@ -213,7 +213,7 @@ class ScatterReduceBackward0(Node):
         reduce: str,
         include_self: bool,
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.self_ = self_
         self.src = src
         self.result = result
@@ -445,7 +445,7 @@ class MaskedFillBackward0(Node):
     value_shape: Shape
 
     def __init__(self, mask: np.ndarray, in_shape: Shape, value_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.mask = mask
         self.in_shape = in_shape
         self.value_shape = value_shape
@@ -514,7 +514,7 @@ class MaskedScatterBackward0(Node):
     source_shape: Shape
 
     def __init__(self, mask: np.ndarray, in_shape: Shape, source_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.mask = mask
         self.in_shape = in_shape
         self.source_shape = source_shape

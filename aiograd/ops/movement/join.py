@@ -13,15 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from .._warn import warn_user
-from ..autograd.graph import Node, Shape, record
-from ..tensor import Tensor, new_tensor
-from ._common import broadcast_shapes, common_device, is_operand, needs_grad
-from ._table import OpTable
-from .index import SliceBackward0, getitem
+from ..._warn import warn_user
+from ...autograd.graph import Node, Shape, record
+from ...tensor import Tensor, new_tensor
+from .._common import broadcast_shapes, common_device, is_operand, needs_grad
+from .._table import OpTable
+from ..indexing.index import SliceBackward0, getitem
 from .shape import ExpandBackward0, _index, _wrap_dim, expand, int_tuple, make_view, reshape, unsqueeze
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
 
-JOIN = OpTable("join")
+JOIN = OpTable("movement.join")
 
 
 # ----- cat / stack ----------------------------------------------------------------------
@@ -53,7 +54,7 @@ class CatBackward0(Node):
     slicers: list[tuple[Any, ...]]
 
     def __init__(self, slicers: list[tuple[Any, ...]]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.slicers = slicers
 
     def apply(self, grads: list[Any]) -> list[Any]:
@@ -242,7 +243,7 @@ class SplitBackward0(Node):
     dim: int
 
     def __init__(self, slicers: list[tuple[Any, ...]], in_shape: Shape, dtype: np.dtype, dim: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.slicers = slicers
         self.in_shape = in_shape
         self.dtype = dtype
@@ -396,8 +397,6 @@ def _split_arg(op: str, value: Any) -> int | tuple[int, ...]:
     """A sections count (an int or a 0-d integer tensor) or split indices (a sequence or a 1-d tensor)."""
     if isinstance(value, Tensor):
         if value._data.dtype.kind not in "iu":
-            from .nn import _torch_dtype_name
-
             raise RuntimeError(
                 f"{op} expected tensor_indices_or_sections to have dtype of long, but got "
                 f"{_torch_dtype_name(value._data.dtype)}"

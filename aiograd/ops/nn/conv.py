@@ -25,14 +25,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, SavedArray, Shape, link_one, record, save, unpack
-from ..tensor import Tensor
-from ._common import grad_enabled, needs_grad, wrap
+from ...autograd.graph import Node, Saved, SavedArray, Shape, link_one, record, save, unpack
+from ...tensor import Tensor
+from .._common import grad_enabled, needs_grad, wrap
 from ._nn_common import ntuple, torch_dtype_name
-from ._table import OpTable
+from .._table import OpTable
 from ._window import Window, add_taps, col2im, im2col, out_size, taps_by_position
 
-CONV = OpTable("conv")
+CONV = OpTable("nn.conv")
 
 
 # ----- unfold / fold: the differentiable im2col / col2im pair ------------------------------------
@@ -46,7 +46,7 @@ class Im2ColBackward0(Node):
     unbatched: bool
 
     def __init__(self, window: Window, unbatched: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.window = window
         self.unbatched = unbatched
 
@@ -213,7 +213,7 @@ class ConvolutionBackward0(Node):
         y3: Shape,
         by_position: bool,
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.w = w
         self.cols = cols

@@ -12,14 +12,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import return_types
-from ..autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
-from ..tensor import Tensor, _resolve_dtype, get_default_dtype
-from ._common import grad_enabled, torch_dtype_name, wrap
-from ._table import OpTable
-from .elementwise import maximum, minimum, where
+from ... import return_types
+from ...autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
+from ...tensor import Tensor, _resolve_dtype, get_default_dtype
+from .._common import grad_enabled, torch_dtype_name, wrap
+from .._table import OpTable
+from ..pointwise.elementwise import maximum, minimum, where
 
-REDUCE = OpTable("reduce")
+REDUCE = OpTable("reduction.reduce")
 Dims = Any  # tuple[int, ...] | None: normalized reduction dims (None: all)
 
 _builtin_max = builtins.max
@@ -98,7 +98,7 @@ class SumBackward0(Node):
     keepdim: bool
 
     def __init__(self, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.in_shape = in_shape
         self.dims = dims
         self.keepdim = keepdim
@@ -112,7 +112,7 @@ class MeanBackward0(SumBackward0):
     count: int
 
     def __init__(self, in_shape: Shape, dims: Dims, keepdim: bool, count: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.in_shape = in_shape
         self.dims = dims
         self.keepdim = keepdim
@@ -236,7 +236,7 @@ class ProdBackward0(Node):
     keepdim: bool
 
     def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.result = result
         self.in_shape = in_shape
@@ -312,7 +312,7 @@ class AmaxBackward0(Node):
     nan_ties: ClassVar[bool] = False
 
     def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.result = result
         self.in_shape = in_shape
@@ -405,7 +405,7 @@ class AminmaxBackward0(Node):
     max: Saved
 
     def __init__(self, x: Saved, in_shape: Shape, dims: Dims, keepdim: bool, min: Saved, max: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.in_shape = in_shape
         self.dims = dims
@@ -467,7 +467,7 @@ class MaxBackward0(Node):
     keepdim: bool
 
     def __init__(self, indices: np.ndarray, in_shape: Shape, dim: Any, keepdim: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.indices = indices
         self.in_shape = in_shape
         self.dim = dim
@@ -595,7 +595,7 @@ class NansumBackward0(Node):
     keepdim: bool
 
     def __init__(self, kept: np.ndarray, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.kept = kept
         self.in_shape = in_shape
         self.dims = dims
@@ -710,7 +710,7 @@ class VarBackward0(Node):
     factor: float
 
     def __init__(self, x: Saved, in_shape: Shape, dims: Dims, keepdim: bool, factor: float) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.in_shape = in_shape
         self.dims = dims
@@ -737,7 +737,7 @@ class StdBackward0(Node):
     factor: float
 
     def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool, factor: float) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.result = result
         self.in_shape = in_shape
@@ -767,7 +767,7 @@ class VarMeanBackward0(Node):
     count: int
 
     def __init__(self, x: Saved, in_shape: Shape, dims: Dims, keepdim: bool, factor: float, count: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.in_shape = in_shape
         self.dims = dims
@@ -808,7 +808,7 @@ class StdMeanBackward0(VarMeanBackward0):
         count: int,
         result: Saved,
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.in_shape = in_shape
         self.dims = dims
@@ -950,7 +950,7 @@ class LogsumexpBackward0(Node):
     keepdim: bool
 
     def __init__(self, x: Saved, result: Saved, in_shape: Shape, dims: Dims, keepdim: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.result = result
         self.in_shape = in_shape

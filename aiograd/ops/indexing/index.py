@@ -32,14 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, link_one, record, sum_to
-from ..tensor import Tensor, _to_array, new_tensor
-from ._common import broadcast_shapes, common_device, grad_enabled, is_operand, needs_grad
-from ._table import OpTable
-from .nn import _torch_dtype_name
-from .shape import _wrap_dim, make_view, reshape
+from ...autograd.graph import Node, Shape, link_one, record, sum_to
+from ...tensor import Tensor, _to_array, new_tensor
+from .._common import broadcast_shapes, common_device, grad_enabled, is_operand, needs_grad
+from .._table import OpTable
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
+from ..movement.shape import _wrap_dim, expand, make_view, reshape
 
-INDEX = OpTable("index")
+INDEX = OpTable("indexing.index")
 Index = tuple[Any, ...]  # a normalized numpy index tuple
 
 
@@ -111,7 +111,7 @@ class IndexBackward0(Node):
     in_shape: Shape
 
     def __init__(self, index: Index, in_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.index = index
         self.in_shape = in_shape
 
@@ -291,8 +291,6 @@ def take_along_dim(input: Tensor, indices: Any, dim: int | None = None) -> Tenso
     ishape[d] = idx_arr.shape[d]
     xshape = list(shp)
     xshape[d] = input.shape[d]
-    from .shape import expand
-
     x = input if tuple(xshape) == input.shape else expand(input, xshape)
     n = input.shape[d]
     wrapped = np.where((idx_arr < 0) & (idx_arr >= -n), idx_arr + n, idx_arr)  # as numpy's take_along_axis
@@ -449,7 +447,7 @@ class IndexPutBackward0(Node):
     accumulate: bool
 
     def __init__(self, index: Index, values_shape: Shape, accumulate: bool) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.index = index
         self.values_shape = values_shape
         self.accumulate = accumulate

@@ -6,7 +6,7 @@ and ``diag_embed``/``diagonal_scatter`` write them, so each rule is the other's 
 the gradient of diagonal is the gradient written into zeros by ``diagonal_scatter``, and the
 gradient of diag_embed is the gradient's diagonal. Both are differentiable ops here, so a
 create_graph pass runs them and gets every higher derivative (as the index ops do, NOTE
-[Index adjoint pair] in index.py). The elements are reached with one strided view
+[Index adjoint pair] in ops/indexing/index.py). The elements are reached with one strided view
 (``diagonal_view``), in the forward (torch's diagonal is a writable view) and in the rules.
 """
 
@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..autograd.graph import Node, Shape, link_one, record
-from ..device import DeviceLike
-from ..tensor import DTypeLike, Tensor, _make, _resolve_dtype, new_tensor
-from ._common import common_device, grad_enabled, needs_grad
-from ._table import OpTable
-from .nn import _torch_dtype_name
+from ...autograd.graph import Node, Shape, link_one, record
+from ...device import DeviceLike
+from ...tensor import DTypeLike, Tensor, _make, _resolve_dtype, new_tensor
+from .._common import common_device, grad_enabled, needs_grad
+from .._table import OpTable
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
 from .shape import _index, _wrap_dim, make_view, reshape
 
-DIAGONAL = OpTable("diagonal")
+DIAGONAL = OpTable("movement.diagonal")
 
 
 def diagonal_view(arr: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
@@ -62,7 +62,7 @@ class _OnDiagonal(Node):
     dim2: int
 
     def __init__(self, offset: int, dim1: int, dim2: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.offset = offset
         self.dim1 = dim1
         self.dim2 = dim2
@@ -75,7 +75,7 @@ class DiagonalBackward0(_OnDiagonal):
     in_shape: Shape
 
     def __init__(self, offset: int, dim1: int, dim2: int, in_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.offset = offset
         self.dim1 = dim1
         self.dim2 = dim2
@@ -226,7 +226,7 @@ class TrilBackward0(Node):
     diagonal: int
 
     def __init__(self, diagonal: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.diagonal = diagonal
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -238,7 +238,7 @@ class TriuBackward0(Node):
     diagonal: int
 
     def __init__(self, diagonal: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.diagonal = diagonal
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -314,7 +314,7 @@ class TraceBackward0(Node):
     in_shape: Shape
 
     def __init__(self, in_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:

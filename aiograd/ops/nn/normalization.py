@@ -22,15 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.grad_mode import no_grad
-from ..autograd.graph import Node, Saved, SavedArray, Shape, record, save, unpack
-from ..tensor import Tensor
-from ._common import needs_grad, wrap
+from ...autograd.grad_mode import no_grad
+from ...autograd.graph import Node, Saved, SavedArray, Shape, record, save, unpack
+from ...tensor import Tensor
+from .._common import needs_grad, wrap
 from ._nn_common import float_data
-from ._table import OpTable
-from .shape import int_tuple
+from .._table import OpTable
+from ..movement.shape import int_tuple
 
-NORM = OpTable("normalization")
+NORM = OpTable("nn.normalization")
 
 
 class _NormBackward(Node):
@@ -63,7 +63,7 @@ class _NormBackward(Node):
         eps: float,
         batch_stats: bool,
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.w = w
         self.xhat = xhat

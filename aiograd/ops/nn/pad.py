@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, link_one
-from ..tensor import Tensor
-from ._common import grad_enabled, wrap
-from ._table import OpTable
+from ...autograd.graph import Node, link_one
+from ...tensor import Tensor
+from .._common import grad_enabled, wrap
+from .._table import OpTable
 from .resample import _NODES as _RESAMPLE_NODES
 from .resample import _node_class, one_hot_rows, separable
 
-PAD = OpTable("pad")
+PAD = OpTable("nn.pad")
 
 for _kind in ("Reflection", "Replication"):
     for _d in (1, 2, 3):
@@ -36,7 +36,7 @@ class ConstantPadNdBackward0(Node):
     pads: tuple[int, ...]
 
     def __init__(self, pads: tuple[int, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.pads = pads
 
     def apply(self, grads: list[Any]) -> tuple[Any]:

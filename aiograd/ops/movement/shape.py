@@ -6,7 +6,7 @@ memory); ``make_view`` gives a view the input's version counter (as torch views
 do), so an in-place change through either is seen by saved-tensor checks, and
 registers it for NOTE [Live views]. Joining and splitting are in join.py,
 copies that move elements (flip, roll, repeat) in rearrange.py, diagonals in
-diagonal.py, indexing views (narrow, select, slices) in index.py.
+diagonal.py, indexing views (narrow, select, slices) in ops/indexing/index.py.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, link_one, sum_to
-from ..tensor import Tensor, new_tensor
-from ._common import grad_enabled
-from ._table import OpTable
+from ...autograd.graph import Node, Shape, link_one, sum_to
+from ...tensor import Tensor, new_tensor
+from .._common import grad_enabled
+from .._table import OpTable
+from ..convert import contiguous
 
-SHAPE = OpTable("shape")
+SHAPE = OpTable("movement.shape")
 
 
 def make_view(input: Tensor, arr: np.ndarray) -> Tensor:
@@ -117,7 +118,7 @@ class ViewBackward0(Node):
     in_shape: Shape
 
     def __init__(self, in_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -282,8 +283,6 @@ def _np_ravel(a: Tensor, order: str = "C") -> Tensor:
 def ravel(input: Tensor) -> Tensor:
     """The elements as a 1-d tensor: a view of a contiguous input, else a view of a
     contiguous copy (as torch: ``contiguous().view(-1)``)."""
-    from .convert import contiguous
-
     return view(contiguous(input), -1)
 
 
@@ -371,7 +370,7 @@ class PermuteBackward0(Node):
     dims: tuple[int, ...]
 
     def __init__(self, dims: tuple[int, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.dims = dims
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -493,7 +492,7 @@ class ExpandBackward0(Node):
     in_shape: Shape
 
     def __init__(self, in_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.in_shape = in_shape
 
     def apply(self, grads: list[Any]) -> tuple[Any]:

@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import return_types
-from ..autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
-from ..tensor import Tensor, _resolve_dtype
-from ._common import grad_enabled, torch_dtype_name, wrap
-from ._table import OpTable
-from .elementwise import where
+from ... import return_types
+from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
+from ...tensor import Tensor, _resolve_dtype
+from .._common import grad_enabled, torch_dtype_name, wrap
+from .._table import OpTable
+from ..pointwise.elementwise import where
 from .reduce import accumulation_dtype
-from .shape import _wrap_dim, movedim
+from ..movement.shape import _wrap_dim, movedim
 
-SCAN = OpTable("scan")
+SCAN = OpTable("reduction.scan")
 
 
 def _accumulated(fn: Any, input: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int, bool]:
@@ -61,7 +61,7 @@ class CumsumBackward0(Node):
     dtype: np.dtype
 
     def __init__(self, dim: int, dtype: np.dtype) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.dim = dim
         self.dtype = dtype
 
@@ -136,7 +136,7 @@ class CumprodBackward0(Node):
     dtype: np.dtype
 
     def __init__(self, x: Saved, result: Saved, dim: int, dtype: np.dtype) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.result = result
         self.dim = dim
@@ -198,7 +198,7 @@ class LogcumsumexpBackward0(Node):
     dim: int
 
     def __init__(self, x: Saved, result: Saved, dim: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.result = result
         self.dim = dim
@@ -248,7 +248,7 @@ class CummaxBackward0(Node):
     dim: int
 
     def __init__(self, indices: np.ndarray, in_shape: Shape, dim: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.indices = indices
         self.in_shape = in_shape
         self.dim = dim

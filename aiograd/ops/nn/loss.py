@@ -1,5 +1,6 @@
-"""Fused pointwise losses: mse_loss, smooth_l1_loss, huber_loss, binary_cross_entropy,
-binary_cross_entropy_with_logits (torch's nodes, ``MseLossBackward0``...).
+"""The loss ops, each one fused node with torch's name: the pointwise losses mse_loss,
+smooth_l1_loss, huber_loss, binary_cross_entropy, binary_cross_entropy_with_logits
+(``MseLossBackward0``...), and nll_loss (``NllLossBackward0``).
 
 NOTE [Pointwise losses]: each loss is ``reduce(l(x, t))`` for an elementwise
 ``l`` of the (broadcast) input and target. One node holds both operands and the
@@ -11,8 +12,8 @@ values (NOTE [Piecewise masks] in activation.py). Gradients are summed back to
 each operand's shape. ``weight`` and ``pos_weight`` take no gradient, as in torch.
 
 These are the table's ops; ``aiograd.nn.functional`` puts torch's signatures in
-front of them (the legacy ``size_average``/``reduce`` keywords, size warnings,
-the weighted variants torch composes from other ops).
+front of them (aiograd/nn/_losses.py: the legacy ``size_average``/``reduce`` keywords,
+size warnings, cross_entropy and the losses torch composes from other ops).
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
-from ..tensor import Tensor
-from . import elementwise as _ew
-from ._common import broadcast_shapes, needs_grad, wrap
+from ...autograd.graph import Node, Saved, Shape, link_one, record, save, sum_to, unpack
+from ...tensor import Tensor
+from .._common import broadcast_shapes, grad_enabled, needs_grad, wrap
+from .._pointwise import result_type
+from .._table import OpTable
+from ..pointwise import elementwise as _ew
 from ._nn_common import check_reduction, torch_dtype_name
-from ._pointwise import result_type
-from ._table import OpTable
+from .activation import softplus
 
-LOSS = OpTable("loss")
+LOSS = OpTable("nn.loss")
 
 
 def _values(x: Any) -> np.ndarray:
@@ -62,7 +64,7 @@ class _PointwiseLossBackward(Node):
         t_shape: Shape,
         param: float,
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.t = t
         self.w = w
@@ -155,7 +157,7 @@ class BinaryCrossEntropyWithLogitsBackward0(_PointwiseLossBackward):
         if want_x:
             dx = sig - t if pw is None else sig * ((pw - 1) * t + 1) - pw * t
         if want_t:
-            sp_pos = _ew.softplus(x) if graph else np.logaddexp(0, x)
+            sp_pos = softplus(x) if graph else np.logaddexp(0, x)
             dt = -x if pw is None else pw * (sp_pos - x) - sp_pos  # softplus(-x) = softplus(x) - x
         return dx, dt
 
@@ -285,6 +287,110 @@ def binary_cross_entropy_with_logits(
         w = w.astype(x.dtype, copy=False)
     return _finish(BinaryCrossEntropyWithLogitsBackward0, input, target, loss.astype(x.dtype, copy=False),
                    reduction, w, pw)
+
+
+# ----- nll_loss ----------------------------------------------------------------------------
+
+class NllLossBackward0(Node):
+    """The gradient is ``g`` (broadcast) times a constant: -weight[target] at each target
+    position (scaled by 1/total_weight for 'mean'), zero elsewhere; linear in ``g``."""
+
+    __slots__ = ("coef", "g_shape")
+    coef: np.ndarray
+    g_shape: Shape | None
+
+    def __init__(self, coef: np.ndarray, g_shape: Shape | None) -> None:
+        self._init_node()
+        self.coef = coef
+        self.g_shape = g_shape
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        if self.g_shape is not None:
+            g = g.reshape(self.g_shape)
+        return (g * self.coef,)
+
+
+@LOSS.op(nodes=(NllLossBackward0,), method=False)
+def nll_loss(
+    input: Tensor, target: Any, weight: Tensor | None = None, ignore_index: int = -100,
+    reduction: str = "mean",
+) -> Tensor:
+    """Negative log likelihood of class-index ``target`` under log-probabilities ``input``.
+
+    ``input`` is (C,), (N, C) or (N, C, d1, ...); ``target`` holds class indices of
+    shape (), (N,) or (N, d1, ...). ``weight`` rescales each class; targets equal
+    to ``ignore_index`` contribute nothing. ``reduction='mean'`` divides by the
+    sum of the weights of the non-ignored targets (as torch).
+    """
+    check_reduction(reduction)
+    xd = input._data
+    td = target._data if isinstance(target, Tensor) else np.asarray(target)
+    if td.dtype.kind not in "iu":
+        raise RuntimeError(
+            f"expected scalar type Long but found {torch_dtype_name(td.dtype)}"
+        )
+    if xd.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {xd.ndim})")
+    if xd.ndim == 1:
+        if td.ndim != 0:
+            if td.ndim == 1 and td.shape[0] != 1:
+                raise ValueError(
+                    f"Expected input batch_size (1) to match target batch_size ({td.shape[0]})."
+                )
+        x2 = xd.reshape(1, -1)
+        t2 = td.reshape(1)
+    else:
+        if td.ndim == 0 or xd.shape[0] != td.shape[0]:
+            raise ValueError(
+                f"Expected input batch_size ({xd.shape[0]}) to match target batch_size "
+                f"({td.shape[0] if td.ndim else 0})."
+            )
+        if td.shape[1:] != xd.shape[2:]:
+            raise RuntimeError(
+                f"Expected target size {[xd.shape[0]] + list(xd.shape[2:])}, got {list(td.shape)}"
+            )
+        x2, t2 = xd, td
+    C = x2.shape[1]
+    valid = t2 != ignore_index
+    safe = np.where(valid, t2, 0)
+    bad = valid & ((t2 < 0) | (t2 >= C))
+    if bad.any():
+        raise IndexError(f"Target {int(t2[bad].flat[0])} is out of bounds.")
+    if weight is not None:
+        wd = weight._data if isinstance(weight, Tensor) else np.asarray(weight)
+        if wd.shape != (C,):
+            raise RuntimeError(
+                f"weight tensor should be defined either for all {C} classes or no classes but got "
+                f"weight tensor of shape: {list(wd.shape)}"
+            )
+        w = wd[safe].astype(x2.dtype, copy=False) * valid
+    else:
+        w = valid.astype(x2.dtype)
+    picked = np.take_along_axis(x2, safe[:, None], axis=1)[:, 0]
+    losses = -picked * w
+    scale: Any = 1.0
+    if reduction == "none":
+        res = losses if xd.ndim > 1 else losses.reshape(())
+    elif reduction == "sum":
+        res = losses.sum()
+    else:
+        total = w.sum()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = losses.sum() / total  # 0/0 = nan when every target is ignored, as torch
+            scale = np.reciprocal(total)
+    out = wrap(np.asarray(res, dtype=xd.dtype), input._device)
+    if input._requires_grad and grad_enabled():
+        # Only the targets that count get a coefficient (as torch writes only those): with every
+        # target ignored the gradient is 0, not 0 * (1 / 0); a counted target of weight 0 with a
+        # total weight of 0 gets 0 * inf = NaN, as torch's.
+        with np.errstate(invalid="ignore"):
+            picked_coef = np.where(valid, -w * scale, 0).astype(xd.dtype, copy=False)
+        coef = np.zeros(x2.shape, dtype=xd.dtype)
+        np.put_along_axis(coef, safe[:, None], picked_coef[:, None], axis=1)
+        g_shape = (x2.shape[0], 1) + x2.shape[2:] if reduction == "none" and xd.ndim > 1 else None
+        link_one(NllLossBackward0(coef.reshape(xd.shape), g_shape), input, out)
+    return out
 
 
 __all__ = LOSS.exports(__name__)

@@ -12,17 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Shape, link_one
-from ..tensor import Tensor, new_tensor
-from ._common import grad_enabled
-from ._table import OpTable
-from .convert import contiguous
-from .elementwise import ELEMENTWISE, logical_xor, sub
-from .index import IndexSelectBackward0, index_select, narrow
+from ...autograd.graph import Node, Shape, link_one
+from ...tensor import Tensor, new_tensor
+from .._common import grad_enabled
+from .._table import OpTable
+from ..convert import contiguous
+from ..pointwise.elementwise import ELEMENTWISE, logical_xor, sub
+from ..indexing.index import IndexSelectBackward0, index_select, narrow
 from .join import cat
 from .shape import ViewBackward0, _index, _wrap_dim, expand, int_tuple, reshape, unsqueeze, view
+from ..._dtypes import torch_dtype_name as _torch_dtype_name
 
-REARRANGE = OpTable("rearrange")
+REARRANGE = OpTable("movement.rearrange")
 
 
 def _link(node: Node, input: Tensor, out: Tensor) -> Tensor:
@@ -49,7 +50,7 @@ class FlipBackward0(Node):
     dims: tuple[int, ...]
 
     def __init__(self, dims: tuple[int, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.dims = dims
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -97,7 +98,7 @@ class RollBackward0(Node):
     dims: tuple[int, ...] | None
 
     def __init__(self, shifts: tuple[int, ...], dims: tuple[int, ...] | None) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.shifts = shifts
         self.dims = dims
 
@@ -136,7 +137,7 @@ class Rot90Backward0(Node):
     dims: tuple[int, int]
 
     def __init__(self, k: int, dims: tuple[int, int]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.k = k
         self.dims = dims
 
@@ -175,7 +176,7 @@ class RepeatBackward0(Node):
     in_shape: Shape
 
     def __init__(self, split_shape: Shape, axes: tuple[int, ...], in_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.split_shape = split_shape
         self.axes = axes
         self.in_shape = in_shape
@@ -223,8 +224,6 @@ def _repeats_array(repeats: Any) -> np.ndarray | int:
     if isinstance(repeats, (Tensor, np.ndarray, list, tuple)):
         arr = repeats._data if isinstance(repeats, Tensor) else np.asarray(repeats)
         if arr.dtype.kind not in "iu":
-            from .nn import _torch_dtype_name
-
             raise NotImplementedError(
                 f"\"repeat_interleave_cpu\" not implemented for '{_torch_dtype_name(arr.dtype)}'"
             )

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor
-from ._common import torch_dtype_name
+from ...tensor import Tensor
+from .._common import torch_dtype_name
 
 __all__ = ["torch_dtype_name", "float_data", "ntuple", "check_reduction", "reduce_loss", "REDUCTIONS"]
 

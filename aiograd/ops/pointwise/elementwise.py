@@ -17,10 +17,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import (
+from ...autograd.graph import (
     Node,
     Saved,
-    SavedArray,
     SavedOperand,
     SavedTensor,
     Shape,
@@ -31,8 +30,8 @@ from ..autograd.graph import (
     sum_to,
     unpack,
 )
-from ..tensor import Tensor, new_tensor
-from ._common import (
+from ...tensor import Tensor, new_tensor
+from .._common import (
     as_tensor_operand,
     broadcast_shapes,
     check_operand,
@@ -43,10 +42,12 @@ from ._common import (
     torch_dtype_name,
     wrap,
 )
-from ._pointwise import PointwiseTable, cast_result, make_binary, make_unary, prep_operands, result_dtype
-from ._pointwise import result_type as _result_type
+from .._pointwise import PointwiseTable, cast_result, make_binary, make_unary, prep_operands, result_dtype
+from .._pointwise import result_type as _result_type
+from ._scipy import scipy_special as _scipy_special
+from ..indexing.search import nonzero
 
-ELEMENTWISE = PointwiseTable("elementwise")
+ELEMENTWISE = PointwiseTable("pointwise.elementwise")
 
 
 def _saved_value(node: Node, s: Any, graph: bool) -> Any:
@@ -105,7 +106,7 @@ class DivBackward2(Node):
     b_shape: Shape
 
     def __init__(self, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -125,7 +126,7 @@ class NotImplementedBackward(Node):
     op: str
 
     def __init__(self, op: str) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.op = op
 
     def name(self) -> str:
@@ -237,7 +238,7 @@ class RemainderBackward1(Node):
     rounding: ClassVar[str] = "floor"  # how the quotient in b's gradient is rounded
 
     def __init__(self, a: SavedOperand, b: SavedOperand, a_shape: Shape, b_shape: Shape, dtype: np.dtype) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.b = b
         self.a_shape = a_shape
@@ -335,7 +336,7 @@ class PowBackward0(Node):
     exponent: Any
 
     def __init__(self, x: Saved, exponent: Any) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.exponent = exponent
 
@@ -369,7 +370,7 @@ class PowBackward1(Node):
     b_shape: Shape
 
     def __init__(self, a: SavedOperand, b: SavedOperand, out: SavedOperand, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.a = a
         self.b = b
         self.out = out
@@ -496,21 +497,6 @@ sigmoid = _unary("sigmoid", _stable_sigmoid, "g * (v * (1 - v))", saves="output"
 relu = _unary("relu", _relu, "g * (v != 0)", saves="output", node="ReluBackward0", inplace=True)
 reciprocal = _unary("reciprocal", np.reciprocal, "g * -(v * v)", saves="output", node="ReciprocalBackward0",
                     ufuncs=(np.reciprocal,), inplace=True)
-
-# NOTE [erf]: erf and the special functions to come (erfc, erfinv, lgamma, digamma...)
-# are scipy.special's ufuncs (C, vectorized), imported on first use: importing
-# scipy.special takes a few tenths of a second, which ``import aiograd`` does not pay.
-_special: Any = None
-
-
-def _scipy_special() -> Any:
-    global _special
-    if _special is None:
-        import scipy.special
-
-        _special = scipy.special
-    return _special
-
 
 def erf_kernel(x: np.ndarray) -> np.ndarray:
     """scipy.special.erf of an array (NOTE [erf])."""
@@ -733,7 +719,7 @@ class ClampBackward1(Node):
     max: Any
 
     def __init__(self, x: Saved, min: Any, max: Any) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.min = min
         self.max = max
@@ -783,7 +769,7 @@ class ClampBackward0(Node):
         has_max: bool,
         shapes: tuple[Shape, ...],
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.min = min
         self.max = max
@@ -892,7 +878,7 @@ class WhereBackward0(Node):
     b_shape: Shape
 
     def __init__(self, cond: np.ndarray, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.cond = cond
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -917,8 +903,6 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:
     check_operand(condition, "where", "condition", 1)
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if input is None and other is None:
-        from .search import nonzero  # the search family imports this one
-
         return nonzero(condition if isinstance(condition, Tensor) else Tensor._wrap(cond), as_tuple=True)
     if cond.dtype != np.bool_:
         cond = cond.astype(bool)
@@ -960,7 +944,7 @@ class LerpBackward0(Node):
     b_shape: Shape
 
     def __init__(self, weight: float, a_shape: Shape, b_shape: Shape) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.weight = weight
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -981,7 +965,7 @@ class _ThreeOperandBackward(Node):
     shapes: tuple[Shape, ...]
 
     def __init__(self, shapes: tuple[Shape, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.shapes = shapes
 
     def grad(self, i: int, g: Any, graph: bool) -> Any:
@@ -1003,7 +987,7 @@ class LerpBackward1(_ThreeOperandBackward):
     w: SavedOperand
 
     def __init__(self, shapes: tuple[Shape, ...], a: SavedOperand, b: SavedOperand, w: SavedOperand) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.shapes = shapes
         self.a = a
         self.b = b
@@ -1083,7 +1067,7 @@ class AddcmulBackward0(_ThreeOperandBackward):
     value: Any
 
     def __init__(self, shapes: tuple[Shape, ...], t1: SavedOperand, t2: SavedOperand, value: Any) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.shapes = shapes
         self.t1 = t1
         self.t2 = t2
@@ -1164,7 +1148,7 @@ class NanToNumBackward0(Node):
     finite: np.ndarray
 
     def __init__(self, finite: np.ndarray) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.finite = finite
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
@@ -1247,181 +1231,6 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """Whether ``isclose`` holds everywhere: a Python bool."""
     return bool(np.all(_close("allclose", input, other, rtol, atol, equal_nan)))
-
-
-# ----- gelu, softplus --------------------------------------------------------------------------
-
-_SQRT1_2 = 0.70710678118654752440
-_INV_SQRT_2PI = 0.39894228040143267794
-_GELU_K = 0.79788456080286535588  # sqrt(2 / pi)
-
-
-# NOTE [Fast Phi]
-# Exact GELU needs Phi(x) = (1 + erf(x / sqrt 2)) / 2. scipy's ndtr computes it in double
-# precision at ~13 ns an element, 25x torch's vectorised GELU: the largest cost of a small
-# transformer's step. For float32 (and float16, computed in float32) ``_phi_float32`` evaluates
-#     erfc(a) = t * exp(-a^2 + P(t)),   a = |x| / sqrt 2,   t = 1 / (1 + a / 2),
-# with P a degree-9 polynomial fitted here (least squares on Chebyshev nodes of t in (0, 1],
-# i.e. every a >= 0) to log(erfcx(a) / t): relative error of erfc below 1.1e-7, so
-# Phi(-|x|) = erfc(a) / 2 keeps its relative accuracy in the lower tail, where 1 + erf(x / sqrt 2)
-# in float32 cancels (torch's GELU is off by up to 1e-2 relative there). Then Phi(x) = q + u (1 - 2q)
-# with q = Phi(-|x|) and u = 1.0 where x > 0: arithmetic, because np.where and where= masks are
-# 40-70x slower than a plain pass on random signs. About 28 elementwise passes in three buffers
-# (each fresh 1 MB buffer costs page faults: ~0.3 ms under load): ~0.8 ms for 262,144 elements
-# against ndtr's ~3.5 ms. float64 keeps ndtr (gradcheck
-# needs double precision). Measured against ndtr in float64 over x in [-12, 12]: GELU's
-# error is at most 4e-7 absolute (torch's: 1.1e-6), 2e-6 relative for |x| < 4 (torch: 7e-3).
-_PHI_POLY = (-1.265512239003081, 1.0000245096328912, 0.3740773866621059, 0.09690060362458817,
-             -0.18679185442986795, 0.28014885976099435, -1.1371720406705759, 1.4903131134532788,
-             -0.8230498008702344, 0.17106152157393859)  # P(t), constant term first
-
-
-def _phi_float32(x: np.ndarray) -> np.ndarray:
-    """Phi(x), the standard normal CDF, of a float32 array (at least 1-d) as a new float32 array (NOTE [Fast Phi])."""
-    f32 = np.float32
-    t = np.abs(x)
-    t *= f32(0.5 * _SQRT1_2)
-    t += f32(1)
-    np.divide(f32(1), t, out=t)
-    p = np.multiply(x, x)
-    p *= f32(-0.5)  # -a^2, then P(t) added term by term (Horner's scheme in a second buffer)
-    horner = np.multiply(t, f32(_PHI_POLY[-1]))
-    for c in _PHI_POLY[-2:0:-1]:
-        horner += f32(c)
-        horner *= t
-    p += horner
-    p += f32(_PHI_POLY[0])
-    np.exp(p, out=p)
-    p *= t  # erfc(|x| / sqrt 2)
-    p *= f32(0.5)  # q = Phi(-|x|)
-    upper = np.greater(x, f32(0), out=t)  # 1.0 where x > 0, else 0.0
-    flip = np.multiply(p, f32(-2), out=horner)
-    flip += f32(1)
-    flip *= upper
-    p += flip  # q + (1 - 2q) = 1 - q above 0; q itself below (no cancellation in the lower tail)
-    return p
-
-
-def _phi(x: np.ndarray) -> np.ndarray:
-    """Phi(x) in ``x``'s floating dtype: the fast float32 form (float16 through float32), else scipy's ndtr."""
-    if x.dtype in (np.float32, np.float16):  # a 0-d array goes as 1-d: ufuncs return scalars for 0-d
-        phi = _phi_float32(x.astype(np.float32, copy=False).reshape(x.shape or (1,)))
-        return phi.reshape(x.shape).astype(x.dtype, copy=False)
-    return _scipy_special().ndtr(x)
-
-
-def _erf_any(x: Any) -> Any:
-    return erf(x) if x.__class__ is Tensor else erf_kernel(x)
-
-
-class GeluBackward0(Node):
-    """``g * (Phi(x) + x * phi(x))`` (exact) or the tanh formula's derivative. The exact form
-    reuses the forward's ``Phi(x)`` in an ordinary pass (its erf is the costly part) and
-    recomputes it differentiably in a create_graph pass."""
-
-    __slots__ = ("x", "approximate", "cdf")
-    x: Saved
-    approximate: str
-    cdf: SavedArray
-
-    def __init__(self, x: Saved, approximate: str, cdf: SavedArray) -> None:
-        Node.__init__(self)
-        self.x = x
-        self.approximate = approximate
-        self.cdf = cdf
-
-    def release_variables(self) -> None:
-        self.x = None
-        self.cdf = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        graph = g.__class__ is Tensor
-        x = unpack(self, self.x, graph)
-        if self.approximate == "tanh":
-            x2 = x * x
-            t = np.tanh((x + 0.044715 * x2 * x) * _GELU_K)
-            d = (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * _GELU_K)
-        elif not graph and x.ndim:
-            # Phi(x) + x phi(x) in one buffer: each fresh temporary of a large array costs page faults
-            d = np.multiply(x, x)
-            d *= -0.5
-            np.exp(d, out=d)
-            d *= x
-            d *= _INV_SQRT_2PI
-            d += self.cdf
-            if d.dtype == g.dtype and d.shape == g.shape:
-                d *= g
-                return (d,)
-        else:
-            cdf = (_erf_any(x * _SQRT1_2) + 1) * 0.5
-            d = cdf + x * (np.exp(x * x * -0.5) * _INV_SQRT_2PI)
-        return (g * d,)
-
-
-@ELEMENTWISE.op(nodes=(GeluBackward0,))
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """Gaussian error linear unit: ``x * Phi(x)``; ``approximate="tanh"`` uses the tanh formula."""
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
-    xd = input._data
-    if xd.dtype.kind not in "f":
-        raise RuntimeError(f'"GeluKernelImpl" not implemented for {xd.dtype}: gelu needs a floating input')
-    cdf = None
-    if approximate == "tanh":
-        res = 0.5 * xd * (1 + np.tanh(_GELU_K * (xd + 0.044715 * xd * xd * xd)))
-    else:
-        cdf = _phi(xd)  # Phi(x) = (1 + erf(x / sqrt(2))) / 2, in one pass (NOTE [Fast Phi])
-        res = xd * cdf
-    out = wrap(res.astype(xd.dtype, copy=False), input._device)
-    if input._requires_grad and grad_enabled():
-        link_one(GeluBackward0(save(input), approximate, cdf), input, out)
-    return out
-
-
-class SoftplusBackward0(Node):
-    __slots__ = ("x", "beta", "threshold")
-    x: Saved
-    beta: float
-    threshold: float
-
-    def __init__(self, x: Saved, beta: float, threshold: float) -> None:
-        Node.__init__(self)
-        self.x = x
-        self.beta = beta
-        self.threshold = threshold
-
-    def release_variables(self) -> None:
-        self.x = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        graph = g.__class__ is Tensor
-        x = unpack(self, self.x, graph)
-        bx = x * self.beta
-        if graph:
-            linear = bx._data > self.threshold
-            d = where(linear, 1.0, sigmoid(bx)) if linear.any() else sigmoid(bx)
-        else:
-            d = _stable_sigmoid(bx)
-            d[bx > self.threshold] = 1
-        return (g * d,)
-
-
-@ELEMENTWISE.op(nodes=(SoftplusBackward0,))
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """``log(1 + exp(beta * x)) / beta``, computed stably; linear where ``beta * x > threshold`` (as torch)."""
-    xd = input._data
-    if xd.dtype.kind != "f":
-        raise RuntimeError(f'"softplus" not implemented for {xd.dtype}: softplus needs a floating input')
-    bx = xd * beta
-    with np.errstate(over="ignore"):
-        res = (np.log1p(np.exp(-np.abs(bx))) + np.maximum(bx, 0)) / beta
-    res = np.where(bx > threshold, xd, res).astype(xd.dtype, copy=False)
-    out = wrap(res, input._device)
-    if input._requires_grad and grad_enabled():
-        link_one(SoftplusBackward0(save(input), beta, threshold), input, out)
-    return out
 
 
 __all__ = ELEMENTWISE.exports(__name__)

@@ -2,7 +2,7 @@
 sinc, xlogy, logit (the ``torch.special`` family that torch also exposes at top level).
 
 The kernels are scipy.special's ufuncs, imported on first use (NOTE [erf] in
-elementwise.py). Each derivative is torch's (derivatives.yaml), written in numpy terms
+_scipy.py). Each derivative is torch's (derivatives.yaml), written in numpy terms
 so that it also serves create_graph passes (NOTE [One rule for both modes] in
 _common.py): where a rule needs another special function (lgamma's needs digamma,
 digamma's polygamma(1, x)), it calls the differentiable op on Tensors and the scipy
@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, link_one, save, unpack
-from ..tensor import Tensor, get_default_dtype
-from ._common import grad_enabled, wrap
-from ._pointwise import PointwiseTable, make_binary
-from .elementwise import _scipy_special
+from ...autograd.graph import Node, Saved, link_one, save, unpack
+from ...tensor import Tensor, get_default_dtype
+from .._common import grad_enabled, wrap
+from .._pointwise import PointwiseTable, make_binary
+from ._scipy import scipy_special as _scipy_special
 
-SPECIAL = PointwiseTable("special")
+SPECIAL = PointwiseTable("pointwise.special")
 
 _SQRT_PI_2 = 0.88622692545275801365  # sqrt(pi) / 2
 _TWO_SQRT_PI = 1.12837916709551257390  # 2 / sqrt(pi)
@@ -124,7 +124,7 @@ class PolygammaBackward0(Node):
     x: Saved
 
     def __init__(self, n: int, x: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.n = n
         self.x = x
 
@@ -267,7 +267,7 @@ class LogitBackward0(Node):
     eps: Any
 
     def __init__(self, x: Saved, eps: Any) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.eps = eps
 

@@ -1,7 +1,9 @@
-"""Activation functions of torch.nn.functional with their own derivative rules.
+"""Activation functions of torch.nn.functional with their own derivative rules: the one home
+of aiograd's activations.
 
 silu, mish, leaky_relu, elu (selu, celu), hardtanh (relu6), hardsigmoid,
-hardswish, logsigmoid, threshold, glu, prelu, hardshrink, softshrink. Each is one
+hardswish, logsigmoid, threshold, glu, prelu, hardshrink, softshrink, gelu,
+softplus, softmax and log_softmax. Each is one
 node with torch's name (``SiluBackward0``, ``EluBackward0``...), its rule
 written in numpy terms so that it also serves create_graph passes (NOTE [One
 rule for both modes] in _common.py): in such a pass ``x`` is a Tensor and
@@ -16,7 +18,12 @@ it is replaced by 0 before ``exp``).
 
 torch has ``torch.selu``, ``torch.celu``, ``torch.threshold``, ``torch.prelu``
 (also a Tensor method), ``torch.hardshrink`` (also a method): those are public
-ops here too; the others are functions of ``aiograd.nn.functional`` only.
+ops here too (and ``softmax``, ``log_softmax``, ``gelu``, ``softplus`` are public ops and Tensor
+methods); the others are functions of ``aiograd.nn.functional`` only. The activations that
+torch lists among its pointwise math ops (``relu``, ``sigmoid``, ``tanh``) are pointwise ops
+(ops/pointwise/elementwise.py); aiograd.nn.functional gives every activation torch's signature
+(``inplace=``) and composes softmin, softsign and tanhshrink; the modules (``nn.ReLU``...) are
+in aiograd/nn/activation.py.
 """
 
 from __future__ import annotations
@@ -25,15 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, link_one, record, save, unpack
-from ..tensor import Tensor
-from . import elementwise as _ew
-from ._common import grad_enabled, needs_grad, wrap
+from ...autograd.graph import Node, Saved, SavedArray, link_one, record, save, save_output, unpack
+from ...tensor import Tensor
+from .._common import grad_enabled, needs_grad, wrap
+from .._table import OpTable
+from ..movement.shape import _wrap_dim
+from ..pointwise import elementwise as _ew
+from ..pointwise._normal_cdf import phi as _phi
+from ..pointwise.elementwise import _stable_sigmoid, erf, erf_kernel, sigmoid, where
 from ._nn_common import float_data, torch_dtype_name
-from ._table import OpTable
-from .shape import _wrap_dim
 
-ACTIVATION = OpTable("activation")
+ACTIVATION = OpTable("nn.activation")
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -49,7 +58,7 @@ def _sigmoid(x: Any) -> Any:
 
 
 def _softplus(x: Any) -> Any:
-    return _ew.softplus(x) if x.__class__ is Tensor else np.logaddexp(0, x)
+    return softplus(x) if x.__class__ is Tensor else np.logaddexp(0, x)
 
 
 def _const(mask_values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -70,7 +79,7 @@ class _SavedInputNode(Node):
     x: Saved
 
     def __init__(self, x: Saved) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
 
     def release_variables(self) -> None:
@@ -154,7 +163,7 @@ class EluBackward0(Node):
     input_scale: float
 
     def __init__(self, x: Saved, alpha: float, scale: float, input_scale: float) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.alpha = alpha
         self.scale = scale
@@ -216,7 +225,7 @@ class _MaskNode(Node):
     coef: np.ndarray
 
     def __init__(self, x: Saved, coef: np.ndarray) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.coef = coef
 
@@ -356,7 +365,7 @@ class GluBackward0(Node):
     dim: int
 
     def __init__(self, x: Saved, dim: int) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.dim = dim
 
@@ -396,7 +405,7 @@ class PreluKernelBackward0(Node):
     axes: tuple[int, ...]
 
     def __init__(self, x: Saved, w: Saved, w_shape: tuple[int, ...], axes: tuple[int, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.x = x
         self.w = w
         self.w_shape = w_shape
@@ -451,6 +460,225 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if needs_grad(input, weight):
         axes = tuple(i for i in range(xd.ndim) if not (i == 1 and wd.size > 1))
         record(PreluKernelBackward0(save(input), save(weight), wd.shape, axes), (input, weight), (out,))
+    return out
+
+
+# ----- softmax / log_softmax ------------------------------------------------------------
+
+
+class SoftmaxBackward0(Node):
+    """grad_input = y * (g - sum(g * y, dim)) with y the saved output."""
+
+    __slots__ = ("out", "dim")
+    out: Saved
+    dim: int | None
+
+    def __init__(self, out: Saved, dim: int | None) -> None:
+        self._init_node()
+        self.out = out
+        self.dim = dim
+
+    def release_variables(self) -> None:
+        self.out = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        y = unpack(self, self.out, graph)
+        gy = g * y
+        if graph or self.dim is None:  # a 0-d input: numpy scalars, nothing to write in place
+            return (gy - y * np.sum(gy, axis=self.dim, keepdims=True),)
+        t = y * np.sum(gy, axis=self.dim, keepdims=True)  # two temporaries, the second the result
+        return (np.subtract(gy, t, out=gy),)
+
+
+class LogSoftmaxBackward0(Node):
+    """grad_input = g - exp(y) * sum(g, dim) with y the saved output."""
+
+    __slots__ = ("out", "dim")
+    out: Saved
+    dim: int | None
+
+    def __init__(self, out: Saved, dim: int | None) -> None:
+        self._init_node()
+        self.out = out
+        self.dim = dim
+
+    def release_variables(self) -> None:
+        self.out = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        y = unpack(self, self.out, graph)
+        if graph or self.dim is None:
+            return (g - np.exp(y) * np.sum(g, axis=self.dim, keepdims=True),)
+        t = np.exp(y)  # one temporary, which becomes the result
+        t *= np.sum(g, axis=self.dim, keepdims=True)
+        return (np.subtract(g, t, out=t),)
+
+
+def _softmax_prep(input: Tensor, dim: int, dtype: Any, op: str) -> tuple[Tensor, np.ndarray, int]:
+    if dtype is not None:
+        input = input.to(dtype)
+    xd = float_data(input, op)
+    return input, xd, _wrap_dim(dim, xd.ndim)
+
+
+@ACTIVATION.op(nodes=(SoftmaxBackward0,))
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``exp(x) / sum(exp(x), dim)``, computed after subtracting the max (stable)."""
+    input, xd, d = _softmax_prep(input, dim, dtype, "softmax")
+    if xd.ndim == 0:
+        res = np.ones_like(xd)
+    elif xd.size == 0:  # nothing to normalize (the max of an empty dim would raise)
+        res = np.empty_like(xd)
+    else:
+        e = xd - xd.max(axis=d, keepdims=True)
+        np.exp(e, out=e)
+        e /= e.sum(axis=d, keepdims=True)
+        res = e
+    out = wrap(res, input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(SoftmaxBackward0(save_output(out), d if xd.ndim else None), input, out)
+    return out
+
+
+@ACTIVATION.op(nodes=(LogSoftmaxBackward0,))
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """``x - logsumexp(x, dim)``, computed after subtracting the max (stable)."""
+    input, xd, d = _softmax_prep(input, dim, dtype, "log_softmax")
+    if xd.ndim == 0:
+        res = np.zeros_like(xd)
+    elif xd.size == 0:
+        res = np.empty_like(xd)
+    else:
+        res = xd - xd.max(axis=d, keepdims=True)
+        res -= np.log(np.exp(res).sum(axis=d, keepdims=True))
+    out = wrap(res, input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(LogSoftmaxBackward0(save_output(out), d if xd.ndim else None), input, out)
+    return out
+
+
+# ----- gelu, softplus --------------------------------------------------------------------------
+
+_SQRT1_2 = 0.70710678118654752440
+_INV_SQRT_2PI = 0.39894228040143267794
+_GELU_K = 0.79788456080286535588  # sqrt(2 / pi)
+
+
+def _erf_any(x: Any) -> Any:
+    return erf(x) if x.__class__ is Tensor else erf_kernel(x)
+
+
+class GeluBackward0(Node):
+    """``g * (Phi(x) + x * phi(x))`` (exact) or the tanh formula's derivative. The exact form
+    reuses the forward's ``Phi(x)`` in an ordinary pass (its erf is the costly part) and
+    recomputes it differentiably in a create_graph pass."""
+
+    __slots__ = ("x", "approximate", "cdf")
+    x: Saved
+    approximate: str
+    cdf: SavedArray
+
+    def __init__(self, x: Saved, approximate: str, cdf: SavedArray) -> None:
+        self._init_node()
+        self.x = x
+        self.approximate = approximate
+        self.cdf = cdf
+
+    def release_variables(self) -> None:
+        self.x = None
+        self.cdf = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
+        if self.approximate == "tanh":
+            x2 = x * x
+            t = np.tanh((x + 0.044715 * x2 * x) * _GELU_K)
+            d = (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x2 * (3 * 0.044715) + 1) * _GELU_K)
+        elif not graph and x.ndim:
+            # Phi(x) + x phi(x) in one buffer: each fresh temporary of a large array costs page faults
+            d = np.multiply(x, x)
+            d *= -0.5
+            np.exp(d, out=d)
+            d *= x
+            d *= _INV_SQRT_2PI
+            d += self.cdf
+            if d.dtype == g.dtype and d.shape == g.shape:
+                d *= g
+                return (d,)
+        else:
+            cdf = (_erf_any(x * _SQRT1_2) + 1) * 0.5
+            d = cdf + x * (np.exp(x * x * -0.5) * _INV_SQRT_2PI)
+        return (g * d,)
+
+
+@ACTIVATION.op(nodes=(GeluBackward0,))
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """Gaussian error linear unit: ``x * Phi(x)``; ``approximate="tanh"`` uses the tanh formula."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    xd = input._data
+    if xd.dtype.kind not in "f":
+        raise RuntimeError(f'"GeluKernelImpl" not implemented for {xd.dtype}: gelu needs a floating input')
+    cdf = None
+    if approximate == "tanh":
+        res = 0.5 * xd * (1 + np.tanh(_GELU_K * (xd + 0.044715 * xd * xd * xd)))
+    else:
+        cdf = _phi(xd)  # Phi(x) = (1 + erf(x / sqrt(2))) / 2, in one pass (NOTE [Fast Phi] in ops/pointwise/_normal_cdf.py)
+        res = xd * cdf
+    out = wrap(res.astype(xd.dtype, copy=False), input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(GeluBackward0(save(input), approximate, cdf), input, out)
+    return out
+
+
+class SoftplusBackward0(Node):
+    __slots__ = ("x", "beta", "threshold")
+    x: Saved
+    beta: float
+    threshold: float
+
+    def __init__(self, x: Saved, beta: float, threshold: float) -> None:
+        self._init_node()
+        self.x = x
+        self.beta = beta
+        self.threshold = threshold
+
+    def release_variables(self) -> None:
+        self.x = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        graph = g.__class__ is Tensor
+        x = unpack(self, self.x, graph)
+        bx = x * self.beta
+        if graph:
+            linear = bx._data > self.threshold
+            d = where(linear, 1.0, sigmoid(bx)) if linear.any() else sigmoid(bx)
+        else:
+            d = _stable_sigmoid(bx)
+            d[bx > self.threshold] = 1
+        return (g * d,)
+
+
+@ACTIVATION.op(nodes=(SoftplusBackward0,))
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """``log(1 + exp(beta * x)) / beta``, computed stably; linear where ``beta * x > threshold`` (as torch)."""
+    xd = input._data
+    if xd.dtype.kind != "f":
+        raise RuntimeError(f'"softplus" not implemented for {xd.dtype}: softplus needs a floating input')
+    bx = xd * beta
+    with np.errstate(over="ignore"):
+        res = (np.log1p(np.exp(-np.abs(bx))) + np.maximum(bx, 0)) / beta
+    res = np.where(bx > threshold, xd, res).astype(xd.dtype, copy=False)
+    out = wrap(res, input._device)
+    if input._requires_grad and grad_enabled():
+        link_one(SoftplusBackward0(save(input), beta, threshold), input, out)
     return out
 
 

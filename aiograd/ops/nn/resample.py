@@ -19,14 +19,14 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..autograd.graph import Node, link_one
-from ..tensor import Tensor
-from ._common import grad_enabled, wrap
+from ...autograd.graph import Node, link_one
+from ...tensor import Tensor
+from .._common import grad_enabled, wrap
 from ._nn_common import float_data
-from ._table import OpTable
+from .._table import OpTable
 from .pool import adaptive_size
 
-RESAMPLE = OpTable("resample")
+RESAMPLE = OpTable("nn.resample")
 
 #: one dim's map: (axis, matrix (out, in), index vector when the matrix is one-hot)
 AxisMap = tuple[int, np.ndarray, "np.ndarray | None"]
@@ -49,7 +49,7 @@ class _SeparableBackward(Node):
     maps: tuple[AxisMap, ...]
 
     def __init__(self, maps: tuple[AxisMap, ...]) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.maps = maps
 
     def apply(self, grads: list[Any]) -> tuple[Any]:

@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, SavedArray, SavedTensor, Shape, record, save, sum_to, unpack
-from ..tensor import Tensor, _generator
-from ._common import broadcast_shapes, needs_grad, wrap
+from ...autograd.graph import Node, Saved, SavedArray, SavedTensor, Shape, record, save, sum_to, unpack
+from ...tensor import Tensor, _generator
+from .._common import broadcast_shapes, needs_grad, wrap
 from ._nn_common import torch_dtype_name
-from ._table import OpTable
+from .activation import softmax
+from .._table import OpTable
 
-ATTENTION = OpTable("attention")
+ATTENTION = OpTable("nn.attention")
 
 
 def _t(x: Any) -> Any:
@@ -93,7 +94,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
         shapes: tuple[Shape, Shape, Shape],
         mask_shape: Shape,
     ) -> None:
-        Node.__init__(self)
+        self._init_node()
         self.q = q
         self.k = k
         self.v = v
@@ -124,8 +125,6 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             s = (q @ _t(k)) * self.scale
             if mask is not None:
                 s = s + mask
-            from .nn import softmax
-
             p: Any = softmax(s, -1)
         else:
             if self.p is None:
