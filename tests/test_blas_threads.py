@@ -150,6 +150,10 @@ def driven(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[float, float]
     if executors.available_cores() < 2 or not executors._machine.available:
         pytest.fail("these tests need Linux and 2 cores (CI has both)")
     before = executors._blas.requested
+    # the sizing at its default: no size chosen through the environment (``make test`` sets
+    # OPENBLAS_NUM_THREADS=1 and the like, which turn the sizing off)
+    for var in (executors.ENV_VAR, *executors.BLAS_ENV_VARS):
+        monkeypatch.delenv(var, raising=False)
     readings: list[tuple[float, float] | None] = []
     monkeypatch.setattr(executors._adaptive, "_read", lambda: readings.pop(0) if readings else None)
     # as with the default device alone (another test file may have started cpu:1's executor,

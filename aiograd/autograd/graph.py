@@ -672,25 +672,42 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
     """Link ``node`` into the graph: edges to each input that requires grad, and
     make it the ``grad_fn`` of each output.
 
-    ``inputs`` may hold non-tensors (constants), which get no edge (``None``).
+    ``inputs`` may hold non-tensors (constants), which get no edge (``None``). The first
+    two edges go straight into their slots (NOTE [Edges]): no Edge tuple is made for them.
     """
-    edges: list[Edge | None] = []
+    more: list[Edge | None] = []
     topo = 0
     device = None
+    i = 0
     for x in inputs:
+        fn = None
+        nr = 0
         rg = getattr(x, "_requires_grad", None)  # None: not a tensor
         if rg is not None:
             if device is None:
                 device = x._device
             if rg:
-                e = edge_to(x)
-                edges.append(e)
-                t = e[0].topological_nr
-                if t >= topo:
-                    topo = t + 1
-                continue
-        edges.append(None)
-    node.next_edges = edges
+                fn = x.grad_fn
+                if fn is None:
+                    fn = x._get_grad_accumulator()
+                else:
+                    nr = x._output_nr
+                if fn.topological_nr >= topo:
+                    topo = fn.topological_nr + 1
+        if i == 0:
+            if fn is not None:
+                node.next0 = fn
+                node.next0_nr = nr
+        elif i == 1:
+            if fn is not None:
+                node.next1 = fn
+                node.next1_nr = nr
+        else:
+            more.append(None if fn is None else _new_edge(Edge, (fn, nr)))
+        i += 1
+    node.n_edges = i
+    if more:
+        node.more_edges = tuple(more)
     node.topological_nr = topo
     if device is not None:
         node.device = device

@@ -24,7 +24,7 @@ either; other ops keep a SavedTensor (``save_output``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import numpy as np
 
@@ -72,10 +72,12 @@ class VersionCounter:
         self.value = 0
 
 
-class SavedTensor:
-    """A tensor saved for backward (NOTE [Saved tensors]): its data and place in the graph."""
+class SavedTensor(NamedTuple):
+    """A tensor saved for backward (NOTE [Saved tensors]): its data and place in the graph.
 
-    __slots__ = ("data", "version_counter", "version", "grad_fn", "output_nr", "leaf", "device")
+    A NamedTuple: fields by name, made without a Python-level constructor call (``save``
+    builds it with ``tuple.__new__``: a third of a class instance's cost per saved tensor).
+    """
 
     data: Any  # the ndarray (or SparseCOO) the tensor held at save
     version_counter: VersionCounter  # the tensor's counter, shared with its views
@@ -84,16 +86,6 @@ class SavedTensor:
     output_nr: int
     leaf: "Tensor | None"  # the tensor itself when it is a leaf that requires grad
     device: Device
-
-    def __init__(self, data: Any, version_counter: VersionCounter, grad_fn: "Node | None", output_nr: int,
-                 leaf: "Tensor | None", device: Device) -> None:
-        self.data = data
-        self.version_counter = version_counter
-        self.version = version_counter.value
-        self.grad_fn = grad_fn
-        self.output_nr = output_nr
-        self.leaf = leaf
-        self.device = device
 
     def intact(self) -> bool:
         """Whether the tensor is unchanged since it was saved (its counter has not moved)."""
@@ -104,6 +96,9 @@ class SavedOutput(SavedTensor):
     """A saved op output (``save_output``): its ``grad_fn`` is the node that unpacks it."""
 
     __slots__ = ()
+
+
+_new_saved = tuple.__new__
 
 
 #: A Node field holding a saved tensor; None once released (NOTE [Typed nodes] in graph.py).
@@ -129,13 +124,17 @@ def counter_of(t: "Tensor") -> VersionCounter:
 def save(t: "Tensor") -> SavedTensor:
     """Remember an input tensor for backward, with its version for the in-place check."""
     fn = t.grad_fn
-    return SavedTensor(t._data, counter_of(t), fn, t._output_nr, t if (fn is None and t._requires_grad) else None,
-                       t._device)
+    vc = t._vc
+    if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
+        vc = t._vc = VersionCounter()
+    return _new_saved(SavedTensor, (t._data, vc, vc.value, fn, t._output_nr,
+                                    t if (fn is None and t._requires_grad) else None, t._device))
 
 
 def save_output(t: "Tensor") -> SavedTensor:
     """Remember an op's own output for backward (call after ``record``): its grad_fn is the unpacking node."""
-    return SavedOutput(t._data, counter_of(t), None, t._output_nr, None, t._device)
+    vc = counter_of(t)
+    return _new_saved(SavedOutput, (t._data, vc, vc.value, None, t._output_nr, None, t._device))
 
 
 def modified_error(node: "Node", arr: np.ndarray, now: int, saved: int, leaf: bool) -> RuntimeError:
