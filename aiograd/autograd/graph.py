@@ -190,14 +190,23 @@ def _is_saved(annotation: str) -> bool:
 #         ...
 #         a_shape: Shape         # anything else is kept with the graph
 #
+#         def __init__(self, a, a_version, b, b_version, a_shape, b_shape) -> None:
+#             self._init_node()     # NOTE [One initializer per class]
+#             self.a = a
+#             ...
+#         def release_variables(self) -> None:
+#             self.a = None         # exactly the Saved* fields
+#             self.b = None
+#
 # ``Node.__init_subclass__`` reads the annotations (parents' fields first) into
-# ``_fields`` and the ``Saved*`` ones into ``_saved_fields``; it generates no code. A
-# class that writes no ``__init__`` gets ``Node._init_fields`` (the fields in order,
-# positional or by name) and one without ``release_variables`` gets
-# ``Node._release_saved`` (clears ``_saved_fields``): correct, but loops, so the classes
-# on hot paths write both out (the pointwise ones are generated into
-# ops/_pointwise_nodes.py). mypy sees the constructor through ``dataclass_transform``.
-# A class without ``__slots__`` of its own (with a ``__dict__``) declares no fields.
+# ``_fields`` and the ``Saved*`` ones into ``_saved_fields``; it generates no code.
+# Every aiograd Node class writes its constructor and ``release_variables`` out
+# (tests/test_node_classes.py checks them against the annotations; the pointwise ones
+# are generated into ops/_pointwise_nodes.py). A class outside aiograd that writes
+# neither gets ``Node._init_fields`` (the fields in order, positional or by name) and
+# ``Node._release_saved`` (clears ``_saved_fields``): correct, but loops. mypy sees the
+# constructor through ``dataclass_transform``. A class without ``__slots__`` of its
+# own (with a ``__dict__``) declares no fields.
 
 # NOTE [Edges]: every node stores its edges the same way, in named slots: ``next0`` /
 # ``next0_nr`` for input 0, ``next1`` / ``next1_nr`` for input 1, and a tuple
