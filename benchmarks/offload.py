@@ -5,7 +5,9 @@ executor thread when that buys responsiveness or parallelism, NOTE [Offload poli
 aiograd/autograd/executors.py) and with every kernel inline on the loop (``never``),
 sampled round-robin on one event loop. Reported per case: wall-time median (ms), the
 process CPU time median (all threads: a hand-off to a device thread costs CPU on both
-sides) and the ratio to ``never``. Cases:
+sides), the mean number of nodes sent to a device thread per step (``handoffs``) and
+the ratio to ``never``. The loop runs nothing but the step, so ``auto`` hands off only
+for parallelism (NOTE [Nobody waiting] in aiograd/_aio.py). Cases:
 
 - mlp: the training step of benchmarks/mlp.py (784-512-512-10, batch 256, Adam);
 - cnn: the training step of benchmarks/cnn.py (LeNet-like on digits, batch 128, Adam);
@@ -52,6 +54,7 @@ class ModeSampler(H.AsyncSampler):
         self.mode = mode
         self.stretch = stretch
         self.cpu: list[float] = []
+        self.handoffs: list[int] = []  # nodes sent to a device thread, per step
 
     def _setup(self) -> None:
         ag = H.import_aiograd()
@@ -62,9 +65,13 @@ class ModeSampler(H.AsyncSampler):
         executors.policy.stretch = self.stretch  # NOTE [Offload policy] (a); 1.0 is the default
 
     async def _timed(self, _: Any) -> None:
+        from aiograd.autograd import executors
+
+        sent = sum(rt.handoffs for rt in list(executors._RUNTIMES.values()))
         c0 = time.process_time()
         await self.step()
         self.cpu.append(time.process_time() - c0)
+        self.handoffs.append(sum(rt.handoffs for rt in list(executors._RUNTIMES.values())) - sent)
 
 
 # ---------------------------------------------------------------- steps
@@ -190,8 +197,10 @@ def _case_rows(case: str, make: Callable[[bool], Callable[[], Awaitable[Any]]], 
             rows.append(H.failure_row(BENCH, case, name, UNIT, result))
             continue
         cpu = samplers[name].cpu[1:]  # the first run is the untimed warm-up
+        handoffs = samplers[name].handoffs[1:]
         rows.append(H.row(BENCH, case, name, result.median * 1e3, UNIT, cpu_ms=float(np.median(cpu)) * 1e3,
-                          spread=round(result.spread, 3)))
+                          spread=round(result.spread, 3),
+                          handoffs=round(float(np.mean(handoffs)), 2) if handoffs else 0.0))
     return rows
 
 
@@ -201,7 +210,7 @@ def run(repeat: int = 5, quick: bool = False, stretch: float | None = None) -> l
     for case, make in CASES:
         rows += H.guarded(BENCH, case, "aiograd", UNIT, lambda: _case_rows(case, make, repeat, quick, stretch))
     H.print_table("offload: training steps, auto vs never (wall ms; cpu_ms: process CPU, all threads)", rows,
-                  baselines=("aiograd (offload never)",), extra_cols=("cpu_ms", "spread"))
+                  baselines=("aiograd (offload never)",), extra_cols=("cpu_ms", "spread", "handoffs"))
     H.print_targets(_targets(rows))
     return rows
 

@@ -91,6 +91,7 @@ class DeviceRuntime:
         self._executor: ThreadPoolExecutor | None = None
         self._queue = ReadyQueue()
         self._lock = threading.Lock()  # the queue is pushed on the loop thread, popped on the device's
+        self.handoffs = 0  # nodes sent to this device's thread so far (benchmarks/offload.py reports them)
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -117,6 +118,7 @@ class DeviceRuntime:
         """
         with self._lock:
             self._queue.push(gt, node, grads)
+            self.handoffs += 1
         _machine.watch(threading.get_ident())  # the thread handing work over: the loop's (NOTE [Adaptive BLAS threads])
         return self.executor.submit(self._run_next, contextvars.copy_context())
 
