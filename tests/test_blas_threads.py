@@ -301,3 +301,15 @@ def test_a_child_forked_during_a_wide_job_starts_narrow(driven: list[tuple[float
         executors._adaptive.after_job()
     assert os.waitstatus_to_exitcode(status) == 0
     assert ag.get_num_threads() == narrow
+
+
+def test_every_blas_node_name_names_a_node_class() -> None:
+    # BLAS_NODES matches by class name: a renamed class would silently stop leaving the loop
+    from aiograd.autograd.graph import Node
+
+    def subclasses(cls: type) -> Iterator[type]:
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    assert executors.BLAS_NODES <= {cls.__name__ for cls in subclasses(Node)}

@@ -45,7 +45,6 @@ from .saved import (
     save_output,
     unpack,
     unpack_input,
-    version_of,
 )
 
 if TYPE_CHECKING:
@@ -88,7 +87,6 @@ __all__ = [
     "SavedInputOperand",
     "Shape",
     "unpack_input",
-    "version_of",
 ]
 
 MAX_SEQUENCE_NR = (1 << 62) - 1
@@ -282,8 +280,8 @@ class Node:
     # constructor of each Node class calls ``self._init_node()`` before it stores its own
     # fields. The interpreter specializes an attribute store for the one class it last saw
     # at that place in the code; a single ``_init_node`` shared by ~200 classes keeps
-    # missing, and its 15 stores cost 0.6-0.8 us more per recorded op (measured on
-    # ``x.sum()``, ``x @ w``, ``x.reshape(16)``). So ``__init_subclass__`` gives each class
+    # missing, and its 15 stores then make every recorded op slower (``x.sum()``,
+    # ``x @ w``, ``x.reshape(16)`` measured each way). So ``__init_subclass__`` gives each class
     # its own copy of this function (the same code object, copied: nothing is compiled).
     # The generated pointwise constructors (ops/_pointwise_nodes.py) inline these stores.
     def _init_node(self) -> None:
@@ -718,8 +716,6 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
     if more:
         node.more_edges = tuple(more)
     node.topological_nr = topo
-    if device is not None:
-        node.device = device
     work = 0
     for i, out in enumerate(outputs):
         out.grad_fn = node
@@ -732,6 +728,8 @@ def record(node: Node, inputs: Sequence[Any], outputs: Sequence["Tensor"]) -> No
         node.grad_dtype = d.dtype
         node.device = outputs[0]._device
         node.more_metadata = tuple(InputMetadata(o._data.shape, o._data.dtype, o._device) for o in outputs[1:])
+    elif device is not None:  # no output: the node's device is its inputs'
+        node.device = device
     node.work = work
     if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
         node.metadata["traceback_"] = traceback.format_stack()[:-2]

@@ -12,7 +12,7 @@ pass, a Tensor at the same place in the graph). Intermediate Tensor objects die 
 forward.
 
 NOTE [Saved inputs]: a pointwise Node (ops/_pointwise_nodes.py) keeps a saved *input*
-as the Tensor itself with the version its counter had (``version_of``) instead of a
+as the Tensor itself with the version its counter had (0 while it has none) instead of a
 SavedTensor: the input Tensor already exists, and a SavedTensor would be one more
 gc-tracked object per op (NOTE [Cheap recording] in graph.py). ``unpack_input`` makes
 the same freed and in-place checks as ``unpack``; a create_graph pass uses the Tensor
@@ -50,7 +50,6 @@ __all__ = [
     "unpack_input",
     "unpack_output",
     "counter_of",
-    "version_of",
     "modified_error",
 ]
 
@@ -87,10 +86,6 @@ class SavedTensor(NamedTuple):
     leaf: "Tensor | None"  # the tensor itself when it is a leaf that requires grad
     device: Device
 
-    def intact(self) -> bool:
-        """Whether the tensor is unchanged since it was saved (its counter has not moved)."""
-        return self.version_counter.value == self.version
-
 
 class SavedOutput(SavedTensor):
     """A saved op output (``save_output``): its ``grad_fn`` is the node that unpacks it."""
@@ -124,9 +119,7 @@ def counter_of(t: "Tensor") -> VersionCounter:
 def save(t: "Tensor") -> SavedTensor:
     """Remember an input tensor for backward, with its version for the in-place check."""
     fn = t.grad_fn
-    vc = t._vc
-    if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
-        vc = t._vc = VersionCounter()
+    vc = counter_of(t)
     return _new_saved(SavedTensor, (t._data, vc, vc.value, fn, t._output_nr,
                                     t if (fn is None and t._requires_grad) else None, t._device))
 
@@ -200,12 +193,6 @@ def unpack_output(node: "Node", data: Any, counter: VersionCounter, version: int
     r._output_nr = 0
     r._requires_grad = True
     return r
-
-
-def version_of(t: "Tensor") -> int:
-    """The version of ``t``'s counter (0 while it has none: NOTE [Lazy version counter])."""
-    vc = t._vc
-    return 0 if vc is None else vc.value
 
 
 def unpack_input(node: "Node", x: Any, version: int, graph: bool) -> Any:
