@@ -4,16 +4,22 @@
     16-float32 tensor, outside a context and inside one with ``x`` requiring
     grad (Send/Recv recorded), 200 calls in a row per sample, µs per call;
     beside the same call through plain Dask (``client.submit(echo, array,
-    workers=[w])``, awaited) and Dask's bare request/response to a worker
-    (its ``identity`` handler): the floor any call over Dask's comms pays.
+    workers=[w])``, awaited) and the bare Dask comm round trip between the
+    same two processes: Dask's own ``echo`` handler of the worker, called
+    through the very connection pool ``rpc_async`` uses (the driver's
+    server's), with the tensor's 64 bytes. That is the floor any call over
+    Dask's comms pays; target (issue 23): ``rpc_async`` <= 1.5x it.
 (2) A model-parallel MLP training step (784-512 ReLU on worker0, 512-10 on
     worker1, batch 128, float32, cross-entropy): forward through both
     workers, ``dist.backward``, ``DistributedOptimizer`` SGD step, ms per
     step; beside the same model and step in the driver alone.
 (3) 8 MB transfers (1M float64), MB/s: the gradient of an 8 MB tensor the
     driver sent travelling back from a worker in ``dist.backward`` (the
-    backward alone is timed); an 8 MB result of ``rpc_async``; and an 8 MB
-    result of ``client.submit``.
+    backward alone is timed); an 8 MB result of ``rpc_async`` (made by the
+    call, and one the worker already holds); an 8 MB argument of
+    ``rpc_async`` (driver -> worker); and an 8 MB result of
+    ``client.submit``. Target (issue 23): a result the worker holds moves
+    worker -> driver as fast as an argument driver -> worker (ratio >= 0.9).
 
 Samples of the engines compared in one table are taken round-robin (see
 _harness.py); the load average is printed with the tables.
@@ -41,6 +47,10 @@ CALLS, QUICK_CALLS = 200, 50
 MLP = (784, 512, 10)
 BATCH = 128
 BIG = 1 << 20  # float64 elements: 8 MB
+BARE = "Dask comm round trip (echo, same pool)"
+RPC_TARGET = 1.5  # issue 23: rpc_async <= 1.5x the bare round trip
+HELD, ARGUMENT = "aiograd rpc_async (a result the worker holds)", "aiograd rpc_async (driver -> worker argument)"
+DIRECTION_TARGET = 0.9  # issue 23: worker -> driver as fast as driver -> worker (within 10%)
 
 
 # ----- functions the workers run (this module is pickled by value) ---------------------------
@@ -120,6 +130,8 @@ def per_call_rows(loop: asyncio.AbstractEventLoop, repeat: int, calls: int) -> l
     x_plain = ag.randn(16)
     x_grad = ag.randn(16, requires_grad=True)
     arr = np.ones(16, np.float32)
+    pool = process.driver.agent.pool  # the driver's server's ConnectionPool: the one rpc_async sends through
+    raw = x_plain.numpy().tobytes()
 
     def in_context() -> H.Sampler:
         async def sample() -> float:
@@ -137,8 +149,7 @@ def per_call_rows(loop: asyncio.AbstractEventLoop, repeat: int, calls: int) -> l
         ("aiograd rpc_async, in a context (grad)", "aiograd", in_context),
         ("Dask client.submit", "distributed",
          lambda: _calls(loop, calls, lambda: client.submit(echo, arr, workers=[address], pure=False))),
-        ("Dask request to a worker (identity)", "distributed",
-         lambda: _calls(loop, calls, lambda: client.rpc(address).identity())),
+        (BARE, "distributed", lambda: _calls(loop, calls, lambda: pool(address).echo(data=raw))),
     ], repeat, value=lambda t: t.median * 1e6)
 
 
@@ -221,19 +232,33 @@ def transfer_rows(loop: asyncio.AbstractEventLoop, repeat: int) -> list[dict[str
 
         return _TimedInside(sample, loop)
 
-    case = f"{mb:.0f} MB (float64), worker -> driver"
+    case = f"{mb:.0f} MB (float64), one way"
     return H.sampled_rows(BENCH, case, "MB/s", [
         ("aiograd dist.backward (the gradient)", "aiograd", gradient_back),
         ("aiograd rpc_async (the result)", "aiograd", lambda: result_of(lambda: dist.rpc_async(w, make_big, args=(BIG,)))),
         # The row above also times making 8 MB on the worker (allocation, fill, page faults);
         # these two time the transfer alone, one per direction, for comparison.
-        ("aiograd rpc_async (a result the worker holds)", "aiograd",
-         lambda: result_of(lambda: dist.rpc_async(w, held_big, args=(BIG,)))),
-        ("aiograd rpc_async (driver -> worker argument)", "aiograd",
-         lambda: result_of(lambda: dist.rpc_async(w, take, args=(x_plain,)))),
+        (HELD, "aiograd", lambda: result_of(lambda: dist.rpc_async(w, held_big, args=(BIG,)))),
+        (ARGUMENT, "aiograd", lambda: result_of(lambda: dist.rpc_async(w, take, args=(x_plain,)))),
         ("Dask client.submit (the result)", "distributed",
          lambda: result_of(lambda: client.submit(make_big_array, BIG, workers=[address], pure=False))),
     ], repeat, value=lambda t: mb / t.median)
+
+
+def _targets(rows: list[dict[str, Any]]) -> list[str]:
+    """Issue 23's two targets, from rows of the same run."""
+    def value(engine: str) -> float | None:
+        return next((r["value"] for r in rows if r["engine"] == engine and r["value"] is not None), None)
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return a / b if a is not None and b else None
+
+    return [
+        H.target_line("rpc_async / bare Dask comm round trip", ratio(value("aiograd rpc_async"), value(BARE)),
+                      "<=", RPC_TARGET),
+        H.target_line("8 MB worker -> driver / driver -> worker", ratio(value(HELD), value(ARGUMENT)),
+                      ">=", DIRECTION_TARGET),
+    ]
 
 
 def _loadavg() -> str:
@@ -255,13 +280,14 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
         loop.run_until_complete(dist.init(n_workers=2))
         print(f"   load average (1, 5, 15 min) at start: {_loadavg()}")
         for title, fn, extra in [
-            ("distributed: per-call overhead (lower is better)", lambda: per_call_rows(loop, repeat, QUICK_CALLS if quick else CALLS), ("aiograd rpc_async", "Dask client.submit")),
+            ("distributed: per-call overhead (lower is better)", lambda: per_call_rows(loop, repeat, QUICK_CALLS if quick else CALLS), (BARE, "Dask client.submit")),
             ("distributed: model-parallel MLP step (lower is better)", lambda: mlp_rows(loop, repeat), ("aiograd, all in the driver",)),
-            ("distributed: 8 MB transfer throughput (higher is better)", lambda: transfer_rows(loop, repeat), ("Dask client.submit (the result)",)),
+            ("distributed: 8 MB transfer throughput (higher is better)", lambda: transfer_rows(loop, repeat), (ARGUMENT, "Dask client.submit (the result)")),
         ]:
             got = H.guarded(BENCH, title, "aiograd.distributed", "", fn)
             H.print_table(title, got, baselines=extra, extra_cols=("spread",))
             rows.extend(got)
+        H.print_targets(_targets(rows))
         print(f"   load average (1, 5, 15 min) at end: {_loadavg()}")
     finally:
         loop.run_until_complete(dist.shutdown())
