@@ -23,10 +23,13 @@ remote error, with the worker's name.
 from __future__ import annotations
 
 import copyreg
+import dis
 import io
 import pickle
+import sys
 import threading
 import types
+import weakref
 from collections import ChainMap
 from typing import Any
 
@@ -65,6 +68,8 @@ class _Pickler(cloudpickle.Pickler):
         self.by_value = _refresh_by_reference()
 
     def reducer_override(self, obj: Any) -> Any:
+        if _by_reference.get(id(obj)) is obj:  # most calls: functions met in every message (NOTE [By-reference cache])
+            return NotImplemented
         if isinstance(obj, Tensor):
             grad = self.with_grad and obj._requires_grad
             if grad:
@@ -128,28 +133,165 @@ def _refresh_by_reference() -> frozenset[str]:
     if by_value != _by_reference_for:
         with _by_reference_lock:
             _by_reference, _by_reference_for = {}, by_value
+            _pickled_functions.clear()  # NOTE [Functions pickled once]: what travels by value changed
     return by_value
 
 
 def _reduce_by_reference(pickler: "_Pickler", obj: Any) -> Any:
     if _by_reference.get(id(obj)) is obj:
         return NotImplemented  # the pickler's own by-reference save
+    if obj.__class__ is types.FunctionType:
+        entry = _pickled_functions.get(id(obj))
+        if entry is not None and entry.fn is obj and entry.current():
+            return (_function_from_bytes, (entry.blob,))
     result = cloudpickle.Pickler.reducer_override(pickler, obj)
     module = getattr(obj, "__module__", None)
-    if (result is NotImplemented and isinstance(module, str) and module != "__main__"
-            and not any(module == m or module.startswith(m + ".") for m in pickler.by_value)):
-        _by_reference[id(obj)] = obj
+    if result is NotImplemented:
+        if (isinstance(module, str) and module != "__main__"
+                and not any(module == m or module.startswith(m + ".") for m in pickler.by_value)):
+            _by_reference[id(obj)] = obj
+    elif obj.__class__ is types.FunctionType:
+        entry = _PickledFunction.of(obj)
+        if entry is not None:
+            return (_function_from_bytes, (entry.blob,))
     return result
 
 
+# NOTE [Functions pickled once]: a function that travels by value (NOTE [Functions sent
+# by value] in rpc.py) is pickled with the globals it reads, which cost most of a small
+# call's encoding on the caller and of its decoding on the callee. A function whose
+# pickle cannot change while it stays the same object is pickled once instead: every
+# global it reads, its defaults and its closure's cells hold constants (None, numbers,
+# strings, bytes, tuples of them), modules or functions and classes that travel by
+# reference (so do its annotations); it assigns no global and has no attributes of its own. Each call checks that
+# it still reads the very same objects (a global rebound, a module imported since, a
+# default replaced: pickled afresh). The callee keeps what it unpickled, keyed by those
+# bytes: the same bytes always rebuild an equal function, and one whose globals are all
+# constants and that assigns none runs the same whether it was unpickled now or before.
+# Any other function is pickled and unpickled at every call, with a fresh copy of its
+# globals on the callee.
+_STABLE_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis)})
+_ABSENT = object()
+_CACHE_SIZE = 256
+
+
+def _stable(value: Any, depth: int = 0) -> bool:
+    """Whether pickling ``value`` gives the same bytes for as long as it is the same object."""
+    t = value.__class__
+    if t in _STABLE_TYPES:
+        return True
+    if t is tuple or t is frozenset:
+        return depth < 4 and all(_stable(v, depth + 1) for v in value)
+    if t is types.ModuleType:
+        return not cloudpickle.cloudpickle._is_registered_pickle_by_value(value)
+    if t is types.FunctionType or t is types.BuiltinFunctionType or isinstance(value, type):
+        try:
+            return bool(cloudpickle.cloudpickle._should_pickle_by_reference(value))
+        except Exception:
+            return False
+    return False
+
+
+_assigning: "weakref.WeakKeyDictionary[types.CodeType, bool]" = weakref.WeakKeyDictionary()
+
+
+def _assigns_globals(code: types.CodeType) -> bool:
+    """Whether ``code`` (or a function defined in it) assigns or deletes a global (once per code object)."""
+    known = _assigning.get(code)
+    if known is None:
+        known = any(i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL") for i in dis.get_instructions(code)) or any(
+            isinstance(c, types.CodeType) and _assigns_globals(c) for c in code.co_consts)
+        _assigning[code] = known
+    return known
+
+
+class _PickledFunction:
+    """A by-value function's pickle and what it was made from (NOTE [Functions pickled once])."""
+
+    __slots__ = ("fn", "blob", "code", "defaults", "kwdefaults", "cells", "names", "values", "attrs", "modules")
+
+    def __init__(self, fn: types.FunctionType, names: tuple[str, ...]) -> None:
+        self.fn = fn
+        self.code = fn.__code__
+        self.defaults = fn.__defaults__
+        self.kwdefaults = fn.__kwdefaults__
+        self.cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+        self.names = names
+        g = fn.__globals__
+        self.values = tuple(g.get(n, _ABSENT) for n in names)
+        self.attrs = (fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, fn.__annotations__)
+        self.modules = len(sys.modules)  # a submodule imported since is pickled with the function
+        self.blob = cloudpickle.dumps(fn, protocol=5)
+
+    @classmethod
+    def of(cls, fn: types.FunctionType) -> "_PickledFunction | None":
+        """The function's pickle, made and kept now if it can be kept; else None."""
+        try:
+            if fn.__dict__ or _assigns_globals(fn.__code__):
+                return None
+            cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+        except ValueError:  # an empty cell
+            return None
+        names = tuple(cloudpickle.cloudpickle._extract_code_globals(fn.__code__))
+        g = fn.__globals__
+        values = [g[n] for n in names if n in g]
+        kwdefaults = tuple((fn.__kwdefaults__ or {}).items())
+        annotations = tuple(fn.__annotations__.items())
+        if not all(_stable(v) for v in (*values, *cells, fn.__defaults__, kwdefaults, annotations)):
+            return None
+        entry = cls(fn, names)
+        if len(_pickled_functions) >= _CACHE_SIZE:
+            _pickled_functions.clear()
+        _pickled_functions[id(fn)] = entry
+        return entry
+
+    def current(self) -> bool:
+        """Whether the function still has the state its pickle was made from."""
+        fn = self.fn
+        if (fn.__code__ is not self.code or fn.__defaults__ is not self.defaults
+                or fn.__kwdefaults__ is not self.kwdefaults or fn.__dict__ or len(sys.modules) != self.modules):
+            return False
+        g = fn.__globals__
+        for name, value in zip(self.names, self.values):
+            if g.get(name, _ABSENT) is not value:
+                return False
+        closure = fn.__closure__ or ()
+        if len(closure) != len(self.cells) or any(c.cell_contents is not v for c, v in zip(closure, self.cells)):
+            return False
+        name, qualname, module, doc, annotations = self.attrs
+        return (fn.__name__ is name and fn.__qualname__ is qualname and fn.__module__ is module
+                and fn.__doc__ is doc and fn.__annotations__ is annotations)
+
+
+_pickled_functions: dict[int, _PickledFunction] = {}  # id -> entry (which keeps the function alive)
+_unpickled_functions: dict[bytes, Any] = {}  # on the callee: a function's pickle -> the function
+
+
+def _function_from_bytes(blob: bytes) -> Any:
+    """A function pickled once, rebuilt by the callee's unpickler (NOTE [Functions pickled once])."""
+    fn = _unpickled_functions.get(blob)
+    if fn is None:
+        fn = pickle.loads(blob)
+        if len(_unpickled_functions) >= _CACHE_SIZE:
+            _unpickled_functions.clear()
+        _unpickled_functions[blob] = fn
+    return fn
+
+
 _decoding = threading.local()  # .crossing: the list the message being decoded on this thread fills
+_devices: dict[str, Device] = {}  # a device's name -> the Device (no parsing per tensor received)
+
+
+def _device(name: str) -> Device:
+    d = _devices[name] = Device(name)
+    return d
 
 
 def _wire_tensor(arr: Any, device: Any, grad: bool, parameter: bool, requires_grad: bool) -> Tensor:
     """A tensor of a message, rebuilt by the receiver's unpickler (NOTE [Tensors on the wire])."""
     if not arr.flags.writeable:
         arr = arr.copy()
-    device = Device(device)
+    device = _devices.get(device) or _device(device)
     leaf_requires_grad = bool(requires_grad) and not grad  # a crossing tensor gets its RecvRpcBackward
     if parameter:
         t: Tensor = Parameter(Tensor._wrap(arr, device), requires_grad=leaf_requires_grad)
@@ -166,11 +308,12 @@ def _wire_tensor(arr: Any, device: Any, grad: bool, parameter: bool, requires_gr
 class Payload:
     """A value ready to cross (the frames of one pickle) or just received (decoded on demand)."""
 
-    __slots__ = ("frames", "rrefs")
+    __slots__ = ("frames", "rrefs", "_nbytes")
 
     def __init__(self, frames: list[Any], rrefs: list[Any] | None = None) -> None:
         self.frames = frames
         self.rrefs = rrefs or []  # on the sending side: RRefs the value holds
+        self._nbytes = -1
 
     def decode(self) -> tuple[Any, list[Tensor]]:
         """The value, and the tensors of it that crossed with autograd (in the sender's order)."""
@@ -185,7 +328,10 @@ class Payload:
 
     @property
     def nbytes(self) -> int:
-        return sum(memoryview(f).nbytes for f in self.frames)
+        n = self._nbytes
+        if n < 0:
+            n = self._nbytes = sum(memoryview(f).nbytes for f in self.frames)
+        return n
 
 
 def encode(value: Any, with_grad: bool) -> tuple[Payload, list[Tensor]]:

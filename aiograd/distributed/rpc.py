@@ -41,7 +41,10 @@ __all__ = ["rpc_async", "rpc_sync", "remote", "RRef", "parameter_rrefs", "Future
 # assigns on a worker is therefore gone at the next call: the parameter-server
 # singleton of torch's examples (``global param_server``) silently becomes one
 # server per call. ``worker_local`` is the per-process state that persists; calls
-# that send such a function warn once per function.
+# that send such a function warn once per function. (A function that assigns no global
+# and reads only constants, modules and importable functions is pickled once and kept
+# by the callee, NOTE [Functions pickled once] in _wire.py: nothing it could change
+# persists, so it runs as a fresh copy would.)
 _checked_code: set[types.CodeType] = set()
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -110,3 +112,100 @@ def test_small_arrays_travel_inside_the_pickle_with_dtype_shape_and_order(arr: n
         fortran = [x.flags.f_contiguous and not x.flags.c_contiguous for x in (got, sent)]
         assert fortran[0] == fortran[1] and (got.flags.c_contiguous or got.flags.f_contiguous)
     assert (b._data is a._data) == (t.detach()._data is t._data)
+
+
+# ----- NOTE [Functions pickled once] ------------------------------------------------------------
+
+_PROBE = '''
+SCALE = 2
+ITEMS = [1]
+
+
+def scaled(x):
+    return x * SCALE
+
+
+def counted(x):
+    return x + len(ITEMS)
+
+
+def assigns(x):
+    global SCALE
+    SCALE = x
+    return x
+
+
+def closes_over(k):
+    def add(x):
+        return x + k
+    return add
+'''
+
+
+@pytest.fixture
+def probe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A module registered to travel by value (as ``__main__``'s functions do)."""
+    import importlib
+
+    import cloudpickle
+
+    (tmp_path / "aiograd_wire_once_probe.py").write_text(_PROBE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("aiograd_wire_once_probe")
+    cloudpickle.register_pickle_by_value(module)
+    yield module
+    cloudpickle.unregister_pickle_by_value(module)
+    sys.modules.pop("aiograd_wire_once_probe", None)
+
+
+def _roundtrip(value: Any) -> Any:
+    payload, _ = encode(value, with_grad=False)
+    return payload.decode()[0]
+
+
+def test_a_function_reading_constants_is_pickled_once_and_unpickled_once(probe: Any) -> None:
+    from aiograd.distributed import _wire
+
+    f = probe.scaled
+    first, second = _roundtrip(f), _roundtrip(f)
+    assert first is second and first is not f and first(3) == 6
+    assert _wire._pickled_functions[id(f)].fn is f
+    assert bytes(encode(f, with_grad=False)[0].frames[0]) == bytes(encode(f, with_grad=False)[0].frames[0])
+
+
+def test_a_rebound_global_or_default_is_pickled_afresh(probe: Any) -> None:
+    f = probe.scaled
+    before = _roundtrip(f)
+    probe.SCALE = 5
+    after = _roundtrip(f)
+    assert after is not before and (before(1), after(1)) == (2, 5)
+    f.__defaults__ = (7,)
+    assert _roundtrip(f)() == 35
+
+
+def test_functions_reading_mutable_state_or_assigning_globals_travel_afresh_each_call(probe: Any) -> None:
+    from aiograd.distributed import _wire
+
+    counted, assigns = probe.counted, probe.assigns
+    first = _roundtrip(counted)
+    probe.ITEMS.append(2)  # the same list, changed in place
+    second = _roundtrip(counted)
+    assert first is not second and (first(0), second(0)) == (1, 2)
+    assert id(counted) not in _wire._pickled_functions and id(assigns) not in _wire._pickled_functions
+    assert _roundtrip(assigns) is not _roundtrip(assigns)  # NOTE [Functions sent by value]: fresh globals
+
+
+def test_closures_over_constants_are_kept_and_over_objects_are_not(probe: Any) -> None:
+    from aiograd.distributed import _wire
+
+    add2, add_list = probe.closes_over(2), probe.closes_over([1])
+    assert _roundtrip(add2) is _roundtrip(add2) and _roundtrip(add2)(1) == 3
+    assert id(add_list) not in _wire._pickled_functions and _roundtrip(add_list)([0]) == [0, 1]
+
+
+def test_functions_by_reference_are_not_affected(probe: Any) -> None:
+    from aiograd.distributed._agent import natural_key
+
+    payload, _ = encode(natural_key, with_grad=False)
+    assert b"_function_from_bytes" not in bytes(payload.frames[0]) and b"natural_key" in bytes(payload.frames[0])
+    assert payload.decode()[0] is natural_key
