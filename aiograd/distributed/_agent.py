@@ -44,6 +44,30 @@ __all__ = ["Agent", "natural_key", "LOST_KEPT_S"]
 LOST_KEPT_S = 60.0  # how long a departed process's name and lost-future are kept (NOTE [Deadlines and lost workers])
 
 
+SHORT_WAIT_S = 0.001  # the longest the loop waits for a short call's thread (NOTE [Short calls])
+SHORT_CALL_S = 0.0002  # a call whose function last ran at most this long counts as short
+
+
+class _Job:
+    """One call on a thread of ``_Threads``: the function, then its outcome."""
+
+    __slots__ = ("fn", "value", "error", "elapsed", "finished", "done", "future")
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn: Callable[[], Any] | None = fn
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.elapsed = 0.0
+        self.finished = False
+        self.done: threading.Lock | None = None  # held until the job finishes, when the loop may wait on it
+        self.future: asyncio.Future[Any] | None = None  # set when the loop awaits the outcome instead
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
 class _Threads:
     """The threads that run plain remote functions (NOTE [Blocking calls]): a thread per call at once.
 
@@ -52,6 +76,19 @@ class _Threads:
     process) never wait for a free thread. A queue and one
     ``call_soon_threadsafe`` per result: about half the CPU time of
     ``loop.run_in_executor`` (no concurrent Future, no chained futures).
+
+    NOTE [Short calls]: most remote functions return within microseconds
+    (an accessor, a small layer), and handing their result back through the
+    event loop (the self-pipe, a wake-up from ``select``, a future, a task
+    step) cost more than the call itself: about half of a small
+    ``rpc_async``'s time on the callee. When the function last ran for at
+    most ``SHORT_CALL_S`` (or never ran here), the loop thread waits for
+    the thread on a lock, without the GIL, for at most ``SHORT_WAIT_S``,
+    and takes the result directly. A call that takes longer (it blocks, it
+    computes, it calls ``rpc_sync`` back into this loop) is awaited through
+    the loop as before once the wait ends, so the loop is never held longer
+    than ``SHORT_WAIT_S``, and that function is not waited on again until it
+    is short again.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -60,9 +97,22 @@ class _Threads:
         self.lock = threading.Lock()
         self.idle = 0
         self.threads: list[threading.Thread] = []
+        self.last_elapsed: dict[Any, float] = {}  # code object -> how long its last call ran (NOTE [Short calls])
 
     def submit(self, fn: Callable[[], Any]) -> "asyncio.Future[Any]":
-        fut = self.loop.create_future()
+        """Run ``fn`` on a thread; a future of its outcome."""
+        job = self.start(fn, wait=False)
+        assert job.future is not None
+        return job.future
+
+    def start(self, fn: Callable[[], Any], wait: bool) -> _Job:
+        """Hand ``fn`` to a thread; with ``wait``, ``finish`` may then wait for it on the loop thread."""
+        job = _Job(fn)
+        if wait:
+            job.done = threading.Lock()
+            job.done.acquire()
+        else:
+            job.future = self.loop.create_future()
         with self.lock:
             start = self.idle == 0
             if not start:
@@ -71,30 +121,73 @@ class _Threads:
             t = threading.Thread(target=self._serve, name=f"aiograd-dist-call-{len(self.threads)}", daemon=True)
             self.threads.append(t)
             t.start()
-        self.queue.put((fn, fut))
-        return fut
+        self.queue.put(job)
+        return job
+
+    def finish(self, job: _Job) -> bool:
+        """Wait up to ``SHORT_WAIT_S`` for ``job``: True when it finished, else ``job.future`` is set to await."""
+        assert job.done is not None
+        if job.done.acquire(timeout=SHORT_WAIT_S):
+            return True
+        with self.lock:
+            if job.finished:  # between the timeout and the lock
+                return True
+            job.future = self.loop.create_future()
+        return False
+
+    def run(self, fn: Callable[[], Any], key: Any) -> tuple[bool, Any]:
+        """``(True, value)`` when ``fn`` finished within the short wait (NOTE [Short calls]), else
+        ``(False, future)``; ``key`` (the function's code object, or None: never waited on) keys its timing."""
+        last = self.last_elapsed.get(key)
+        wait = key is not None and (last is None or last <= SHORT_CALL_S)
+        job = self.start(fn, wait)
+        if wait and self.finish(job):
+            self._note(key, job.elapsed)
+            return True, job.outcome()
+        assert job.future is not None
+        if key is not None:
+            job.future.add_done_callback(functools.partial(self._noted, key, job))
+        return False, job.future
+
+    def _noted(self, key: Any, job: _Job, _: Any) -> None:
+        self._note(key, job.elapsed)
+
+    def _note(self, key: Any, elapsed: float) -> None:
+        if len(self.last_elapsed) >= 1024 and key not in self.last_elapsed:
+            self.last_elapsed.clear()
+        self.last_elapsed[key] = elapsed
 
     def _serve(self) -> None:
         while True:
-            item = self.queue.get()
-            if item is None:
+            job = self.queue.get()
+            if job is None:
                 return
-            fn, fut = item
-            error: BaseException | None = None
+            fn, job.fn = job.fn, None
+            t0 = time.perf_counter()
             try:
-                value = fn()
+                job.value = fn()
             except StopIteration as e:  # a future cannot hold it
-                value, error = None, RuntimeError(f"the remote function raised StopIteration: {e!r}")
+                job.error = RuntimeError(f"the remote function raised StopIteration: {e!r}")
             except BaseException as e:
-                value, error = None, e
-            del fn, item
-            try:
-                self.loop.call_soon_threadsafe(_settle, fut, value, error)
-            except RuntimeError:
-                return  # the loop is closed: nobody waits any more
-            del fut, value, error
+                job.error = e
+            job.elapsed = time.perf_counter() - t0
+            del fn
             with self.lock:
+                job.finished = True
+                post = job.future is not None
+                # Counted idle before the result is handed back, so that this thread goes
+                # straight from waking the loop thread to waiting (without the GIL) for the
+                # next call: the loop thread, woken, does not wait for the GIL.
                 self.idle += 1
+            if post:
+                try:
+                    self.loop.call_soon_threadsafe(_settle, job)
+                except RuntimeError:
+                    return  # the loop is closed: nobody waits any more
+            else:
+                assert job.done is not None
+                job.done.release()
+            del job
 
     def close(self) -> None:
         """Stop the idle threads now and the busy ones when their call returns."""
@@ -105,17 +198,33 @@ class _Threads:
             t.join(max(0.0, deadline - time.monotonic()))
 
 
-def _settle(fut: "asyncio.Future[Any]", value: Any, error: BaseException | None) -> None:
+def _settle(job: _Job) -> None:
+    fut = job.future
+    assert fut is not None
     if fut.cancelled():
         return
-    if error is not None:
-        fut.set_exception(error)
+    if job.error is not None:
+        fut.set_exception(job.error)
     else:
-        fut.set_result(value)
+        fut.set_result(job.value)
+    job.value = job.error = None
 
 
 def _on_lost(stop: Callable[[str], None], _: Any) -> None:
     stop("lost")
+
+
+def _uncancel(task: "asyncio.Task[Any]") -> bool:
+    """Take back one cancellation this module requested of ``task`` (NOTE [A request in its caller's task]).
+
+    True when another one is still pending (the caller itself was cancelled
+    meanwhile). Python 3.10 keeps no count: False there.
+    """
+    uncancel = getattr(task, "uncancel", None)
+    return uncancel is not None and uncancel() > 0
+
+
+_HANDLER_SIGNATURE = inspect.Signature([inspect.Parameter("msg", inspect.Parameter.VAR_KEYWORD)])
 
 
 def natural_key(name: str) -> list[Any]:
@@ -320,27 +429,34 @@ class Agent:
             raise WorkerLostError(name, "it left the cluster")
         limit = self.rpc_timeout if timeout is None else float(timeout)
         self.traffic["messages"] += 1
-        call = asyncio.ensure_future(getattr(self.pool(address), op)(**msg))
-        # The deadline and the departure cancel the call from callbacks: cheaper than a
-        # wait() over two futures, and the reply is read as soon as it is there.
+        # NOTE [A request in its caller's task]: the Dask call is awaited in the caller's own
+        # task; the deadline and the departure cancel that task from callbacks, and the
+        # cancellation is turned into the error here (and taken back with ``uncancel``,
+        # Python >= 3.11, so that an enclosing ``asyncio.timeout`` or TaskGroup still counts
+        # right). A task of its own per request cost a Task and a loop iteration per call.
+        task = asyncio.current_task()
+        assert task is not None
         why: list[str] = []
 
         def stop(reason: str) -> None:
-            if not call.done():
+            if not why:
                 why.append(reason)
-                call.cancel()
+                task.cancel()
 
         timer = self.loop.call_later(limit, stop, "deadline")
         on_lost = functools.partial(_on_lost, stop)
         lost.add_done_callback(on_lost)
         try:
-            reply = await call
+            reply = await getattr(self.pool(address), op)(**msg)
         except asyncio.CancelledError:
-            if not why:
+            if not why or _uncancel(task):
                 raise  # the caller was cancelled (the call was, with it)
         except OSError as e:  # CommClosedError, refused or reset connections
-            raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
+            if not why:
+                raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
+            _uncancel(task)  # our cancellation, turned into a closed comm on its way through Dask
         else:
+            # (a task whose cancellation was requested gets no result at this await: ``why`` is empty)
             self._unresponsive.discard(address)
             return reply
         finally:
@@ -423,15 +539,21 @@ class Agent:
                 _current_agent.reset(tokens[0])
 
         handle.__name__ = method.__name__
+        # Dask reads every handler's signature for every message it serves (is the first
+        # parameter "comm"?): given here, inspect answers without building it, 10 µs less a call.
+        handle.__signature__ = _HANDLER_SIGNATURE  # type: ignore[attr-defined]
         return handle
 
     async def run_function(self, fn: Any, args: Any, kwargs: Any) -> Any:
         """Run a remote function: ``async def`` ones on this loop, plain ones on a thread (``_Threads``)
-        with this coroutine's context variables (the loop keeps serving)."""
+        with this coroutine's context variables (the loop keeps serving; it waits at most
+        ``SHORT_WAIT_S`` for a function that last ran short, NOTE [Short calls])."""
         if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
             return await fn(*args, **kwargs)
         run = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        result = await self._threads.submit(run)
+        finished, result = self._threads.run(run, getattr(getattr(fn, "__func__", fn), "__code__", None))
+        if not finished:
+            result = await result
         if inspect.isawaitable(result):
             result = await result
         return result
