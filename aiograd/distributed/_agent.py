@@ -45,19 +45,20 @@ LOST_KEPT_S = 60.0  # how long a departed process's name and lost-future are kep
 
 
 SHORT_WAIT_S = 0.001  # the longest the loop waits for a short call's thread (NOTE [Short calls])
-SHORT_CALL_S = 0.0002  # a call whose function last ran at most this long counts as short
+SHORT_CALL_S = 0.0005  # a function whose last call was done this soon after it was handed over counts as short
 
 
 class _Job:
     """One call on a thread of ``_Threads``: the function, then its outcome."""
 
-    __slots__ = ("fn", "value", "error", "elapsed", "finished", "done", "future")
+    __slots__ = ("fn", "value", "error", "handed", "elapsed", "finished", "done", "future")
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn: Callable[[], Any] | None = fn
         self.value: Any = None
         self.error: BaseException | None = None
-        self.elapsed = 0.0
+        self.handed = time.perf_counter()  # when the loop handed it over
+        self.elapsed = 0.0  # from then to the function's return: the thread's wake-up and the call
         self.finished = False
         self.done: threading.Lock | None = None  # held until the job finishes, when the loop may wait on it
         self.future: asyncio.Future[Any] | None = None  # set when the loop awaits the outcome instead
@@ -88,7 +89,10 @@ class _Threads:
     computes, it calls ``rpc_sync`` back into this loop) is awaited through
     the loop as before once the wait ends, so the loop is never held longer
     than ``SHORT_WAIT_S``, and that function is not waited on again until it
-    is short again.
+    is short again. "Ran" counts from the hand-over to the function's
+    return, the thread's wake-up included: on a machine so busy that
+    threads wait for a core, calls stop being waited on, instead of each
+    holding the loop for the whole ``SHORT_WAIT_S`` in vain.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -163,14 +167,13 @@ class _Threads:
             if job is None:
                 return
             fn, job.fn = job.fn, None
-            t0 = time.perf_counter()
             try:
                 job.value = fn()
             except StopIteration as e:  # a future cannot hold it
                 job.error = RuntimeError(f"the remote function raised StopIteration: {e!r}")
             except BaseException as e:
                 job.error = e
-            job.elapsed = time.perf_counter() - t0
+            job.elapsed = time.perf_counter() - job.handed
             del fn
             with self.lock:
                 job.finished = True
@@ -484,8 +487,9 @@ class Agent:
 
         # NOTE [One pickle per call]: the call's header (who calls, in which context, the message
         # and RRef ids) travels inside the payload's pickle, beside the function and its arguments,
-        # and the reply's inside the result's: a Dask message of one field, which Dask's sizeof
-        # (run on every message it writes) and msgpack walk in no time.
+        # and the reply's inside the result's: a Dask message of one field, whose reply is the
+        # payload itself, which Dask's sizeof (run on every message it writes) and msgpack walk
+        # in no time.
         message_id = self.new_id() if ctx is not None else None
         header = (kind, self.name, self.address, self.client_id, ctx.meta() if ctx is not None else None,
                   message_id, rref_id)
@@ -501,9 +505,9 @@ class Agent:
         self.traffic["bytes_out"] += payload.nbytes
         try:
             reply = await self.request(address, "aiograd_call", timeout=timeout, p=to_wire(payload))
-            if "error" in reply:
+            if isinstance(reply, dict):  # the handler failed (a reply is the payload itself otherwise)
                 raise rebuild_exception(reply["error"])
-            received = from_wire(reply["p"])
+            received = from_wire(reply)
             self.traffic["bytes_in"] += received.nbytes
             (value, result_id, peers, commits), crossing = received.decode()
         except BaseException:
@@ -593,7 +597,9 @@ class Agent:
         if crossing:
             assert dctx is not None and result_id is not None
             record_send(dctx, result_id, crossing)
-        return {"p": to_wire(out)}
+        # The payload is the whole reply (no dict around it: Dask sizes and packs every
+        # message it writes, a dict field by field); an error is a dict (``_handler``).
+        return to_wire(out)
 
     def _part_for(self, ctx_meta: Any, pass_id: int, retain_graph: bool, initiator: Any) -> Any:
         """This process's part of pass ``pass_id``, started by whichever message arrives first."""

@@ -104,13 +104,20 @@ def _work(seconds: float) -> float:
     return seconds
 
 
-async def test_a_short_call_finishes_without_the_loop_and_a_long_one_through_it() -> None:
+@pytest.fixture
+def roomy_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waits long enough that a busy CI machine's thread wake-ups count as short (100 ms, 50 ms)."""
+    monkeypatch.setattr(_agent, "SHORT_WAIT_S", 0.1)
+    monkeypatch.setattr(_agent, "SHORT_CALL_S", 0.05)
+
+
+async def test_a_short_call_finishes_without_the_loop_and_a_long_one_through_it(roomy_waits: None) -> None:
     threads = _Threads(asyncio.get_running_loop())
     key = _work.__code__
     assert threads.run(lambda: _work(0.0), key) == (True, 0.0)  # first call: waited on
-    finished, fut = threads.run(lambda: _work(0.05), key)  # longer than SHORT_WAIT_S
-    assert not finished and await fut == 0.05
-    assert threads.last_elapsed[key] >= 0.05
+    finished, fut = threads.run(lambda: _work(0.3), key)  # longer than SHORT_WAIT_S
+    assert not finished and await fut == 0.3
+    assert threads.last_elapsed[key] >= 0.3
     finished, fut = threads.run(lambda: _work(0.0), key)  # last ran long: not waited on
     assert not finished and await fut == 0.0
     assert threads.run(lambda: _work(0.0), key) == (True, 0.0)  # short again
@@ -119,7 +126,7 @@ async def test_a_short_call_finishes_without_the_loop_and_a_long_one_through_it(
     threads.close()
 
 
-async def test_short_and_long_calls_raise_their_errors() -> None:
+async def test_short_and_long_calls_raise_their_errors(roomy_waits: None) -> None:
     threads = _Threads(asyncio.get_running_loop())
 
     def fail() -> None:
@@ -134,7 +141,7 @@ async def test_short_and_long_calls_raise_their_errors() -> None:
         threads.run(stop, stop.__code__)
 
     def slow_fail() -> None:
-        time.sleep(0.02)
+        time.sleep(0.3)
         raise KeyError("long")
 
     finished, fut = threads.run(slow_fail, slow_fail.__code__)
