@@ -81,8 +81,11 @@ class _Threads:
     NOTE [Short calls]: most remote functions return within microseconds
     (an accessor, a small layer), and handing their result back through the
     event loop (the self-pipe, a wake-up from ``select``, a future, a task
-    step) cost more than the call itself: about half of a small
-    ``rpc_async``'s time on the callee. When the function last ran for at
+    step) cost more than the call itself. Timed in one process on the
+    shared 2-core machine (load 2-3), the callee's handler of a small
+    ``rpc_async`` took 180-200 µs with the hand-back through the loop and
+    about 100 µs with the wait below (40-50 µs for an ``async def``
+    function, which needs no thread). When the function last ran for at
     most ``SHORT_CALL_S`` (or never ran here), the loop thread waits for
     the thread on a lock, without the GIL, for at most ``SHORT_WAIT_S``,
     and takes the result directly. A call that takes longer (it blocks, it
@@ -102,12 +105,6 @@ class _Threads:
         self.idle = 0
         self.threads: list[threading.Thread] = []
         self.last_elapsed: dict[Any, float] = {}  # code object -> how long its last call ran (NOTE [Short calls])
-
-    def submit(self, fn: Callable[[], Any]) -> "asyncio.Future[Any]":
-        """Run ``fn`` on a thread; a future of its outcome."""
-        job = self.start(fn, wait=False)
-        assert job.future is not None
-        return job.future
 
     def start(self, fn: Callable[[], Any], wait: bool) -> _Job:
         """Hand ``fn`` to a thread; with ``wait``, ``finish`` may then wait for it on the loop thread."""
@@ -270,6 +267,9 @@ class Agent:
         self._counter = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
         self._threads = _Threads(self.loop)
+        from . import _wire  # here, not at the top: _wire imports dask, which an agent's process has
+
+        self._wire = _wire
         self.closed = False
         self.handlers: dict[str, Callable[..., Any]] = {
             name: self._handler(getattr(self, "_on_" + name[len("aiograd_"):]))
@@ -483,7 +483,7 @@ class Agent:
         rref_id: int | None = None,
     ) -> Any:
         """Run ``fn(*args, **kwargs)`` at ``address`` inside ``ctx``; Send/Recv recorded for tensors with grad."""
-        from ._wire import encode, from_wire, to_wire  # on first use: _wire imports dask
+        encode, from_wire, to_wire = self._wire.encode, self._wire.from_wire, self._wire.to_wire
 
         # NOTE [One pickle per call]: the call's header (who calls, in which context, the message
         # and RRef ids) travels inside the payload's pickle, beside the function and its arguments,
@@ -563,8 +563,7 @@ class Agent:
         return result
 
     async def _on_call(self, p: Any) -> Any:
-        from ._wire import encode, from_wire, to_wire  # on first use: _wire imports dask
-
+        encode, from_wire, to_wire = self._wire.encode, self._wire.from_wire, self._wire.to_wire
         (header, fn, args, kwargs), crossing = from_wire(p).decode()  # NOTE [One pickle per call]
         kind, caller_name, caller_address, client, ctx, message_id, rref_id = header
         caller = (str(caller_name), str(caller_address))
