@@ -18,8 +18,9 @@
     backward alone is timed); an 8 MB result of ``rpc_async`` (made by the
     call, and one the worker already holds); an 8 MB argument of
     ``rpc_async`` (driver -> worker); and an 8 MB result of
-    ``client.submit``. Target (issue 23): a result the worker holds moves
-    worker -> driver as fast as an argument driver -> worker (ratio >= 0.9).
+    ``client.submit``; a sample is the mean of 8 calls. Target (issue 23):
+    a result the worker holds moves worker -> driver as fast as an argument
+    driver -> worker (ratio >= 0.9).
 
 Samples of the engines compared in one table are taken round-robin (see
 _harness.py); the load average is printed with the tables.
@@ -47,6 +48,7 @@ CALLS, QUICK_CALLS = 200, 50
 MLP = (784, 512, 10)
 BATCH = 128
 BIG = 1 << 20  # float64 elements: 8 MB
+TRANSFERS, QUICK_TRANSFERS = 8, 2  # 8 MB calls per sample of (3)
 BARE = "Dask comm round trip (echo, same pool)"
 RPC_TARGET = 1.5  # issue 23: rpc_async <= 1.5x the bare round trip
 HELD, ARGUMENT = "aiograd rpc_async (a result the worker holds)", "aiograd rpc_async (driver -> worker argument)"
@@ -202,7 +204,7 @@ def mlp_rows(loop: asyncio.AbstractEventLoop, repeat: int) -> list[dict[str, Any
     ], repeat)
 
 
-def transfer_rows(loop: asyncio.AbstractEventLoop, repeat: int) -> list[dict[str, Any]]:
+def transfer_rows(loop: asyncio.AbstractEventLoop, repeat: int, transfers: int) -> list[dict[str, Any]]:
     ag = H.import_aiograd()
     import aiograd.distributed as dist
     from aiograd.distributed._state import process
@@ -225,10 +227,11 @@ def transfer_rows(loop: asyncio.AbstractEventLoop, repeat: int) -> list[dict[str
         return _TimedInside(sample, loop)
 
     def result_of(call: Callable[[], Awaitable[Any]]) -> H.Sampler:
-        async def sample() -> float:
+        async def sample() -> float:  # the mean of a few calls: one 8 MB call is a few ms, at the mercy of load
             t0 = time.perf_counter()
-            await call()
-            return time.perf_counter() - t0
+            for _ in range(transfers):
+                await call()
+            return (time.perf_counter() - t0) / transfers
 
         return _TimedInside(sample, loop)
 
@@ -282,7 +285,7 @@ def run(repeat: int = 5, quick: bool = False) -> list[dict[str, Any]]:
         for title, fn, extra in [
             ("distributed: per-call overhead (lower is better)", lambda: per_call_rows(loop, repeat, QUICK_CALLS if quick else CALLS), (BARE, "Dask client.submit")),
             ("distributed: model-parallel MLP step (lower is better)", lambda: mlp_rows(loop, repeat), ("aiograd, all in the driver",)),
-            ("distributed: 8 MB transfer throughput (higher is better)", lambda: transfer_rows(loop, repeat), (ARGUMENT, "Dask client.submit (the result)")),
+            ("distributed: 8 MB transfer throughput (higher is better)", lambda: transfer_rows(loop, repeat, QUICK_TRANSFERS if quick else TRANSFERS), (ARGUMENT, "Dask client.submit (the result)")),
         ]:
             got = H.guarded(BENCH, title, "aiograd.distributed", "", fn)
             H.print_table(title, got, baselines=extra, extra_cols=("spread",))
