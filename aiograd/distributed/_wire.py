@@ -59,13 +59,43 @@ class _Pickler(cloudpickle.Pickler):
     calls sending functions by value).
     """
 
-    def __init__(self, file: io.BytesIO, with_grad: bool, buffers: list[pickle.PickleBuffer]) -> None:
-        super().__init__(file, protocol=5, buffer_callback=buffers.append)
-        self.dispatch_table = _dispatch_table()
-        self.with_grad = with_grad
+    def __init__(self) -> None:
+        self.file = io.BytesIO()
+        self.buffers: list[pickle.PickleBuffer] = []
+        super().__init__(self.file, protocol=5, buffer_callback=self.buffers.append)
+        self.busy = False
+        self.with_grad = False
         self.crossing: list[Tensor] = []  # tensors that cross with autograd, in the order of the stream
         self.rrefs: list[Any] = []  # RRefs in the value (sent only once their value exists)
-        self.by_value = _refresh_by_reference()
+        self.by_value: frozenset[str] = frozenset()
+
+    def encode(self, value: Any, with_grad: bool) -> tuple["Payload", list[Tensor]]:
+        """One message: ``value``'s pickle and out-of-band buffers, and the tensors that cross.
+
+        NOTE [One pickler per thread]: a pickler is made once per thread and
+        kept (``encode``): building one (and its file) was a third of a small
+        message's encoding. Everything a message leaves in it (memo, file,
+        buffers, the tensors and RRefs it met, cloudpickle's globals) is
+        cleared after each; a message encoded while the thread's pickler is
+        busy (pickling something that sends a message) gets a pickler of its own.
+        """
+        self.busy = True
+        try:
+            self.dispatch_table = _dispatch_table()
+            self.by_value = _refresh_by_reference()
+            self.with_grad = with_grad
+            self.globals_ref: dict[int, Any] = {}  # cloudpickle's: the globals shared by this message's functions
+            self.dump(value)
+            frames: list[Any] = [self.file.getvalue()]
+            frames.extend(b.raw() for b in self.buffers)
+            return Payload(frames, self.rrefs), self.crossing
+        finally:
+            self.clear_memo()
+            self.buffers.clear()
+            self.file.seek(0)
+            self.file.truncate()
+            self.crossing, self.rrefs, self.globals_ref = [], [], {}
+            self.busy = False
 
     def reducer_override(self, obj: Any) -> Any:
         if _by_reference.get(id(obj)) is obj:  # most calls: functions met in every message (NOTE [By-reference cache])
@@ -334,15 +364,17 @@ class Payload:
         return n
 
 
+_picklers = threading.local()  # .pickler: this thread's (NOTE [One pickler per thread])
+
+
 def encode(value: Any, with_grad: bool) -> tuple[Payload, list[Tensor]]:
     """Pickle ``value`` for another process; also return the tensors that cross with autograd."""
-    buffers: list[pickle.PickleBuffer] = []
-    f = io.BytesIO()
-    p = _Pickler(f, with_grad, buffers)
-    p.dump(value)
-    frames: list[Any] = [f.getbuffer()]
-    frames.extend(b.raw() for b in buffers)
-    return Payload(frames, p.rrefs), p.crossing
+    p = getattr(_picklers, "pickler", None)
+    if p is None:
+        p = _picklers.pickler = _Pickler()
+    elif p.busy:
+        p = _Pickler()
+    return p.encode(value, with_grad)
 
 
 def to_wire(payload: Payload) -> Any:

@@ -209,3 +209,41 @@ def test_functions_by_reference_are_not_affected(probe: Any) -> None:
     payload, _ = encode(natural_key, with_grad=False)
     assert b"_function_from_bytes" not in bytes(payload.frames[0]) and b"natural_key" in bytes(payload.frames[0])
     assert payload.decode()[0] is natural_key
+
+
+# ----- NOTE [One pickler per thread] ----------------------------------------------------------------
+
+
+class _SendsWhilePickled:
+    """An object whose pickling encodes another message (the thread's pickler is busy then)."""
+
+    def __reduce__(self) -> Any:
+        inner, _ = encode(ag.tensor([5.0]), with_grad=False)
+        return (_SendsWhilePickled._rebuilt, (bytes(inner.frames[0]),))
+
+    @staticmethod
+    def _rebuilt(frames0: bytes) -> float:
+        from aiograd.distributed._wire import Payload
+
+        return float(Payload([frames0]).decode()[0].numpy()[0])
+
+
+def test_the_threads_pickler_keeps_nothing_of_a_message_and_nests() -> None:
+    import gc
+    import weakref
+
+    from aiograd.distributed import _wire
+
+    x = ag.randn(4096, dtype=ag.float64, requires_grad=True)  # an out-of-band frame
+    gone = weakref.ref(x)
+    payload, crossing = encode((x, x), with_grad=True)
+    assert crossing == [x]
+    (a, b), _ = payload.decode()
+    assert a is b
+    p = _wire._picklers.pickler
+    assert not p.busy and p.crossing == [] and p.rrefs == [] and p.buffers == [] and p.file.getvalue() == b""
+    del x, payload, crossing, a, b
+    gc.collect()
+    assert gone() is None  # the kept pickler holds no tensor of a past message
+    (t, got), _ = encode((ag.tensor([1.0]), _SendsWhilePickled()), with_grad=False)[0].decode()
+    assert got == 5.0 and t.numpy().tolist() == [1.0] and _wire._picklers.pickler is p
