@@ -191,15 +191,15 @@ def _reduce_by_reference(pickler: "_Pickler", obj: Any) -> Any:
 # by value] in rpc.py) is pickled with the globals it reads, which cost most of a small
 # call's encoding on the caller and of its decoding on the callee. A function whose
 # pickle cannot change while it stays the same object is pickled once instead: every
-# global it reads, its defaults and its closure's cells hold constants (None, numbers,
-# strings, bytes, tuples of them), modules or functions and classes that travel by
-# reference (so do its annotations); it assigns no global and has no attributes of its own. Each call checks that
-# it still reads the very same objects (a global rebound, a module imported since, a
-# default replaced: pickled afresh). The callee keeps what it unpickled, keyed by those
-# bytes: the same bytes always rebuild an equal function, and one whose globals are all
-# constants and that assigns none runs the same whether it was unpickled now or before.
-# Any other function is pickled and unpickled at every call, with a fresh copy of its
-# globals on the callee.
+# global it reads, its defaults, its closure's cells and its annotations hold constants
+# (None, numbers, strings, bytes, tuples of them), modules or functions and classes that
+# travel by reference; it assigns no global and has no attributes of its own. Each call
+# checks that it still reads the very same objects (a global rebound, a module imported
+# since, a default replaced: pickled afresh). The callee keeps what it unpickled, keyed
+# by those bytes: the same bytes always rebuild an equal function, and one whose globals
+# are all constants and that assigns none runs the same whether it was unpickled now or
+# before. Any other function is pickled and unpickled at every call, with a fresh copy
+# of its globals on the callee.
 _STABLE_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, range, type(Ellipsis)})
 _ABSENT = object()
 _CACHE_SIZE = 256
@@ -212,9 +212,7 @@ def _stable(value: Any, depth: int = 0) -> bool:
         return True
     if t is tuple or t is frozenset:
         return depth < 4 and all(_stable(v, depth + 1) for v in value)
-    if t is types.ModuleType:
-        return not cloudpickle.cloudpickle._is_registered_pickle_by_value(value)
-    if t is types.FunctionType or t is types.BuiltinFunctionType or isinstance(value, type):
+    if t is types.ModuleType or t is types.FunctionType or t is types.BuiltinFunctionType or isinstance(value, type):
         try:
             return bool(cloudpickle.cloudpickle._should_pickle_by_reference(value))
         except Exception:
@@ -286,7 +284,10 @@ class _PickledFunction:
             if g.get(name, _ABSENT) is not value:
                 return False
         closure = fn.__closure__ or ()
-        if len(closure) != len(self.cells) or any(c.cell_contents is not v for c, v in zip(closure, self.cells)):
+        try:
+            if len(closure) != len(self.cells) or any(c.cell_contents is not v for c, v in zip(closure, self.cells)):
+                return False
+        except ValueError:  # a cell emptied since
             return False
         name, qualname, module, doc, annotations = self.attrs
         return (fn.__name__ is name and fn.__qualname__ is qualname and fn.__module__ is module
