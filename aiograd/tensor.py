@@ -46,7 +46,8 @@ from ._memory_format import (
     memory_format,
     preserve_format,
 )
-from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
+from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle
+from .autograd.version_counter import VersionCounter
 from ._dtypes import torch_dtype_name as _torch_dtype_name
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike

@@ -32,20 +32,7 @@ import numpy as np
 from ..device import CPU, Device
 from . import grad_mode as _gm
 
-# The saved-tensor helpers that op files import from here (NOTE [Saved tensors] in saved.py).
-from .saved import (
-    Saved,
-    SavedArray,
-    SavedInput,
-    SavedInputOperand,
-    SavedOperand,
-    SavedTensor,
-    VersionCounter,
-    save,
-    save_output,
-    unpack,
-    unpack_input,
-)
+from .version_counter import VersionCounter  # named here too, as before it had a module of its own
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -71,22 +58,12 @@ __all__ = [
     "sole_owner",
     "is_numeric_array",
     "type_description",
-    "save",
-    "save_output",
-    "unpack",
     "MAX_SEQUENCE_NR",
     "edge_to",
     "link",
     "link_one",
     "link_pair",
-    "Saved",
-    "SavedOperand",
-    "SavedTensor",
-    "SavedArray",
-    "SavedInput",
-    "SavedInputOperand",
     "Shape",
-    "unpack_input",
 ]
 
 MAX_SEQUENCE_NR = (1 << 62) - 1

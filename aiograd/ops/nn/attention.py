@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, SavedArray, SavedTensor, Shape, record, save, sum_to, unpack
+from ...autograd.graph import Node, Shape, record, sum_to
+from ...autograd.saved import Saved, SavedArray, SavedTensor, save, unpack
 from ...tensor import Tensor, _generator
 from .._common import broadcast_shapes, needs_grad, wrap
 from ._nn_common import torch_dtype_name

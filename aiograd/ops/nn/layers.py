@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, link_one, record, save, unpack
+from ...autograd.graph import Node, link_one, record
+from ...autograd.saved import Saved, save, unpack
 from ...tensor import Tensor, _generator
 from .._common import grad_enabled, needs_grad, wrap
 from .._common import torch_dtype_name as _torch_dtype_name
