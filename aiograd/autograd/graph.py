@@ -506,7 +506,7 @@ class AccumulateGrad(Node):
 
     def apply(self, grads: list[Any]) -> tuple[()]:
         # (the engine stages leaf gradients and never calls this)
-        from .accumulate import accumulate_into_grad  # cycle: graph -> accumulate -> tensor -> graph
+        from .accumulate import accumulate_into_grad  # cycle: accumulate is above Tensor (NOTE [Layers])
 
         g = grads[0]
         if g is not None:
