@@ -27,7 +27,7 @@ from ._torch_misc import *  # noqa: F401,F403
 from .device import Device, device
 from .autograd.executors import get_num_threads, get_offload, offload, set_num_threads, set_offload
 from .ops import *  # noqa: F401,F403
-from .autograd.frontend import backward, backward_sync, grad, grad_sync
+from .autograd.api import backward, backward_sync, grad, grad_sync
 from .autograd import (
     detect_anomaly,
     enable_grad,

@@ -36,8 +36,7 @@ from ._memory_format import (
     memory_format,
     preserve_format,
 )
-from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle
-from .autograd.version_counter import VersionCounter
+from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
 from ._size import Size

@@ -1,7 +1,7 @@
 """The autograd package: ``backward`` and ``grad`` (awaitable) and their blocking twins, grad
 mode and anomaly detection, custom ``Function``\\ s and the legacy ``Variable``.
 
-The functions are defined in ``frontend.py`` (they check the user's arguments and hand the
+The functions are defined in ``api.py`` (they check the user's arguments and hand the
 pass to the engine); this module names them and binds them on first use (NOTE [Layers]).
 """
 
@@ -24,7 +24,7 @@ from .grad_mode import (
 )
 
 if TYPE_CHECKING:
-    from .frontend import Gradients, backward, backward_sync, grad, grad_sync, run_backward, run_grad
+    from .api import Gradients, backward, backward_sync, grad, grad_sync, run_backward, run_grad
     from .function import Function, once_differentiable
     from .variable import Variable
 
@@ -52,14 +52,15 @@ __all__ = [
 # those inside functions too, TYPE_CHECKING blocks aside):
 #
 #   leaves        _dtypes, device, _size, _aio, _sparse, _memory_format, _optional,
-#                 autograd.grad_mode, autograd.backward_call, autograd.version_counter
-#   graph         autograd.graph (Node, Edge, AccumulateGrad, hooks; it never names Tensor)
+#                 autograd.grad_mode, autograd.backward_call
+#   graph         autograd.graph (Node, Edge, AccumulateGrad, VersionCounter, hooks; it
+#                 never names Tensor)
 #                 and this package's __init__
 #   Tensor        tensor.py
 #   above Tensor  autograd.saved, autograd.accumulate, autograd.variable, _generator
 #                 (Generator.get_state makes a Tensor), _random (rand, randn...)
 #   the engine    autograd.ready_queue, monitor, blas_threads, executors, engine, function
-#   front end     autograd.frontend (backward, grad and their blocking twins)
+#   front end     autograd.api (backward, grad and their blocking twins)
 #
 # The ops, and checkpoint, functional and gradcheck (which use them), come above all these.
 # Two edges go up, both bound late and both inherent:
@@ -77,19 +78,15 @@ __all__ = [
 #   ``.grad`` makes Tensors. The engine never calls it (it stages leaf gradients).
 #
 # No other import in these modules crosses a layer.
-_LATE = {  # name: module
-    "backward": "frontend",
-    "grad": "frontend",
-    "backward_sync": "frontend",
-    "grad_sync": "frontend",
-    "run_backward": "frontend",
-    "run_grad": "frontend",
-    "Gradients": "frontend",
-    "Function": "function",
-    "once_differentiable": "function",
-    "Variable": "variable",
+_LATE = {  # name: the module that defines it
+    name: f"{__name__}.{module}"
+    for module, names in (
+        ("api", ("backward", "grad", "backward_sync", "grad_sync", "run_backward", "run_grad", "Gradients")),
+        ("function", ("Function", "once_differentiable")),
+        ("variable", ("Variable",)),
+    )
+    for name in names
 }
-_LATE = {name: f"{__name__}.{module}" for name, module in _LATE.items()}
 
 
 def __getattr__(name: str) -> Any:

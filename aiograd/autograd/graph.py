@@ -1,4 +1,4 @@
-"""The backward graph: Node, Edge, AccumulateGrad, GraphRoot, InputMetadata, hooks.
+"""The backward graph: Node, Edge, AccumulateGrad, GraphRoot, InputMetadata, VersionCounter, hooks.
 
 A ``Node`` is the backward of one recorded operation. ``apply(grads)`` takes
 one gradient per output of the forward op and returns one per input, in the
@@ -32,7 +32,6 @@ import numpy as np
 from ..device import CPU, Device
 from . import grad_mode as _gm
 
-from .version_counter import VersionCounter  # named here too, as before it had a module of its own
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -72,6 +71,16 @@ _sequence = itertools.count()
 next_sequence_nr = _sequence.__next__
 
 Shape = tuple[int, ...]
+
+
+class VersionCounter:
+    """Counts in-place modifications; shared between a tensor and its views, and read by
+    saved tensors (NOTE [Saved tensors] in saved.py) to detect a change after they were saved."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
 
 
 class Edge(NamedTuple):

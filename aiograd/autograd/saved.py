@@ -30,7 +30,7 @@ import numpy as np
 
 from ..device import Device
 from ..tensor import Tensor
-from .version_counter import VersionCounter
+from .graph import VersionCounter
 
 if TYPE_CHECKING:
     from .graph import Node

@@ -33,8 +33,7 @@ from ..autograd.backward_call import StepCall, check_backward_awaited
 from ..autograd.backward_call import pending as _backward_pending
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.accumulate import accumulate_into_grad, grad_lock
-from ..autograd.graph import RemovableHandle
-from ..autograd.version_counter import VersionCounter
+from ..autograd.graph import RemovableHandle, VersionCounter
 from ..tensor import Tensor
 from ._inplace import scalar, step_state
 
