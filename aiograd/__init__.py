@@ -10,6 +10,16 @@ from __future__ import annotations
 
 from .tensor import *  # noqa: F401,F403
 from .tensor import Tensor
+from ._generator import (
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from ._random import *  # noqa: F401,F403
 from ._torch_names import *  # noqa: F401,F403  (float, long, inf... NOTE [Builtin names])
 from ._torch_names import dtype
 from ._legacy import *  # noqa: F401,F403
@@ -17,13 +27,10 @@ from ._torch_misc import *  # noqa: F401,F403
 from .device import Device, device
 from .autograd.executors import get_num_threads, get_offload, offload, set_num_threads, set_offload
 from .ops import *  # noqa: F401,F403
+from .autograd.api import backward, backward_sync, grad, grad_sync
 from .autograd import (
-    backward,
-    backward_sync,
     detect_anomaly,
     enable_grad,
-    grad,
-    grad_sync,
     inference_mode,
     is_anomaly_enabled,
     is_grad_enabled,
@@ -48,6 +55,7 @@ from ._sparse import layout, sparse_coo, strided
 from . import amp  # GradScaler / autocast, so mixed-precision training scripts run
 from .amp import autocast
 from .tensor import __all__ as _tensor_all
+from ._random import __all__ as _random_all
 from ._torch_names import __all__ as _names_all
 from ._legacy import __all__ as _legacy_all
 from ._torch_misc import __all__ as _misc_all
@@ -57,6 +65,8 @@ __version__ = "0.1.0"
 
 __all__ = (
     list(_tensor_all)
+    + list(_random_all)
+    + ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state"]
     + list(_names_all)
     + list(_legacy_all)
     + list(_misc_all)

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from .device import CPU, Device, DeviceLike
+from .tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
-           "set_rng_state", "rng_of"]
+           "set_rng_state", "rng_of", "default_stream"]
 
 _SEEDS = 1 << 64
 
@@ -66,15 +67,11 @@ class Generator:
 
     def get_state(self) -> Any:
         """The generator's state as a uint8 tensor (for ``set_state``)."""
-        from .tensor import Tensor  # cycle: tensor -> _generator -> tensor
-
         text = json.dumps(self._rng.bit_generator.state).encode()
         return Tensor._wrap(np.frombuffer(text, np.uint8).copy(), self._device)
 
     def set_state(self, new_state: Any) -> "Generator":
         """Restore a state ``get_state`` returned."""
-        from .tensor import Tensor  # cycle: tensor -> _generator -> tensor
-
         if not isinstance(new_state, Tensor) or new_state.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
         try:
@@ -100,6 +97,11 @@ def rng_of(generator: Any, op: str) -> np.random.Generator:
     if not isinstance(generator, Generator):
         raise TypeError(f"{op}(): argument 'generator' must be Generator, not {type(generator).__name__}")
     return generator._rng
+
+
+def default_stream() -> np.random.Generator:
+    """The default generator's numpy stream (ops without a ``generator=`` argument draw from it)."""
+    return default_generator.numpy_generator
 
 
 def manual_seed(seed: int) -> Generator:

@@ -87,7 +87,7 @@ def _calling_op() -> str | None:
     return found
 
 
-_OP_MODULES = ("aiograd.ops", "aiograd.tensor", "aiograd.nn", "aiograd.optim")
+_OP_MODULES = ("aiograd.ops", "aiograd.tensor", "aiograd._random", "aiograd.nn", "aiograd.optim")
 _INTERNAL_NAMES = frozenset({"forward", "general", "method", "wrapper", "hooked", "apply", "<lambda>", "<genexpr>"})
 
 

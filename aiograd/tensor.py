@@ -2,7 +2,9 @@
 
 Also the creation functions and the dtype rules: Python numbers become the
 default dtype (float32, as in torch), numpy arrays keep their dtype, and only
-floating tensors may require grad.
+floating tensors may require grad. The random creation functions (rand, randn...)
+are in _random.py, above this module and the Generator's (NOTE [Layers] in
+autograd/__init__.py).
 
 Operations are not defined here: each family in ``aiograd.ops`` registers its ops
 in a table, from which ``aiograd.ops`` binds the Tensor methods and operators
@@ -13,29 +15,17 @@ structure; type checkers see those methods through ``_tensor_methods.pyi``.
 from __future__ import annotations
 
 import numbers
-import operator
 import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, Union
 
 import numpy as np
 
+from . import autograd as _autograd  # Tensor.backward: the front end, bound on first use (NOTE [Layers])
 from .autograd import grad_mode as _gm
-from .autograd import backward_sync as _backward_sync
-from .autograd import run_backward as _run_backward
 from .autograd.backward_call import BackwardCall
 from .autograd.backward_call import check_backward_awaited as _check_backward_awaited
 from .autograd.backward_call import pending as _backward_pending
-from ._generator import (
-    Generator,
-    default_generator,
-    get_rng_state,
-    initial_seed,
-    manual_seed,
-    rng_of,
-    seed,
-    set_rng_state,
-)
 from ._memory_format import (
     channels_last,
     channels_last_3d,
@@ -47,7 +37,6 @@ from ._memory_format import (
     preserve_format,
 )
 from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
-from ._dtypes import torch_dtype_name as _torch_dtype_name
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
 from ._size import Size
@@ -71,24 +60,10 @@ __all__ = [
     "arange",
     "linspace",
     "eye",
-    "rand",
-    "randn",
-    "randint",
     "zeros_like",
     "ones_like",
     "full_like",
     "empty_like",
-    "rand_like",
-    "randn_like",
-    "randint_like",
-    "randperm",
-    "Generator",
-    "default_generator",
-    "manual_seed",
-    "seed",
-    "initial_seed",
-    "get_rng_state",
-    "set_rng_state",
     "memory_format",
     "contiguous_format",
     "preserve_format",
@@ -144,11 +119,6 @@ def set_default_dtype(dtype: DTypeLike) -> None:
 def get_default_dtype() -> np.dtype:
     """The dtype that Python floats become."""
     return _default_dtype
-
-
-def _generator() -> np.random.Generator:
-    """The default generator's numpy stream (ops without a ``generator=`` argument draw from it)."""
-    return default_generator.numpy_generator
 
 
 def _is_float_dtype(dtype: np.dtype) -> bool:
@@ -660,7 +630,7 @@ class Tensor(_TensorMethods):
         """
         gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
         return BackwardCall.start(
-            _run_backward, (self, gradients, retain_graph, create_graph, inputs), {"progress": progress},
+            _autograd.run_backward, (self, gradients, retain_graph, create_graph, inputs), {"progress": progress},
             "loss.backward()",
         )
 
@@ -675,7 +645,7 @@ class Tensor(_TensorMethods):
     ) -> None:
         """Blocking ``backward`` for code outside an event loop."""
         gradients = None if gradient is None else (gradient,)  # never iterate a list given as the gradient
-        _backward_sync(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress)
+        _autograd.backward_sync(self, gradients, retain_graph, create_graph, inputs=inputs, progress=progress)
 
     # ----- torch's CUDA and legacy-type names (a CPU-only build's answers) -------------------
     @property
@@ -1046,90 +1016,6 @@ def eye(
     return _make(np.eye(n, m, dtype=_float_or(dtype)), device, requires_grad)
 
 
-def _random_float(dtype: DTypeLike, op: str) -> np.dtype:
-    """The floating dtype of a uniform or normal sample (torch's error for another dtype)."""
-    d = _float_or(dtype)
-    if d.kind not in "fc":
-        raise NotImplementedError(f"\"{op}\" not implemented for '{_torch_dtype_name(d)}'")
-    return d
-
-
-def rand(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: DTypeLike = None,
-         device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1)."""
-    d = _random_float(dtype, "check_uniform_bounds")
-    rng = rng_of(generator, "rand")
-    return _make(rng.random(_size_arg("rand", sizes, size)).astype(d, copy=False), device, requires_grad)
-
-
-def randn(*sizes: Any, size: Any = None, generator: Generator | None = None, dtype: DTypeLike = None,
-          device: DeviceLike | None = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples."""
-    d = _random_float(dtype, "normal_kernel_cpu")
-    rng = rng_of(generator, "randn")
-    return _make(rng.standard_normal(_size_arg("randn", sizes, size)).astype(d, copy=False), device, requires_grad)
-
-
-def randint(
-    *args: Any, size: Any = None, low: int | None = None, high: int | None = None, generator: Generator | None = None,
-    dtype: DTypeLike = None, device: DeviceLike | None = None, requires_grad: bool = False,
-) -> Tensor:
-    """Random integers in ``[low, high)``, in torch's two forms: ``randint(high, size)`` (low 0)
-    and ``randint(low, high, size)``; each argument may also be given by name."""
-    if len(args) > 3:
-        raise TypeError(f"randint() takes from 1 to 3 positional arguments but {len(args)} were given")
-    if size is None:
-        if len(args) < 2:
-            raise TypeError("randint() missing required argument 'size' (a tuple of ints)")
-        size, args = args[-1], args[:-1]
-        size_position: int | None = len(args) + 1
-    else:
-        size_position = None
-    positions: dict[str, int] = {}
-    if len(args) == 2:
-        (low, high), positions = args, {"low": 1, "high": 2}
-    elif len(args) == 1 and high is None:
-        high, positions = args[0], {"high": 1}
-    elif len(args) == 1:
-        low, positions = args[0], {"low": 1}
-    if high is None:
-        raise TypeError("randint() missing required argument 'high'")
-    low = 0 if low is None else low
-    for name, value in (("low", low), ("high", high)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-            where = f" (position {positions[name]})" if name in positions else ""
-            raise TypeError(f"randint(): argument '{name}'{where} must be int, not {type(value).__name__}")
-    if not isinstance(size, (tuple, list, Tensor)):
-        where = f" (position {size_position})" if size_position else ""
-        raise TypeError(f"randint(): argument 'size'{where} must be tuple of ints, not {type(size).__name__}")
-    return _make(_integers(int(low), int(high), _shape_args((size,)), generator, "randint",
-                           _resolve_dtype(dtype) or int64), device, requires_grad)
-
-
-def _integers(low: int, high: int, shape: tuple[int, ...], generator: Any, op: str, dtype: np.dtype) -> np.ndarray:
-    if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return rng_of(generator, op).integers(low, high, size=shape).astype(dtype)
-
-
-def randperm(
-    n: int, *, generator: Generator | None = None, dtype: DTypeLike = None, device: DeviceLike | None = None,
-    requires_grad: bool = False,
-) -> Tensor:
-    """A random permutation of ``0..n-1`` (int64 unless ``dtype`` says otherwise)."""
-    if isinstance(n, bool) or not isinstance(n, (numbers.Integral, Tensor)):
-        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
-    n = int(n)
-    if n < 0:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    d = _resolve_dtype(dtype) or int64
-    if d.kind in "iu" and n > 0 and n - 1 > np.iinfo(d).max:
-        raise RuntimeError(f"value cannot be converted to type {d.name}_t without overflow")
-    if d == float16 and n > 2049:
-        raise RuntimeError("n cannot be greater than 2049 for Half type.")
-    return _make(rng_of(generator, "randperm").permutation(n).astype(d), device, requires_grad)
-
-
 def _like(t: Tensor, dtype: DTypeLike, op: str, fmt: Any) -> tuple[tuple[int, ...], np.dtype]:
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not {type(t).__name__}")
@@ -1176,37 +1062,6 @@ def full_like(
     """``fill_value`` in every element of a tensor of ``t``'s shape (and dtype, device, layout unless given)."""
     shape, d = _like(t, dtype, "full_like", memory_format)
     return _like_result(t, _fill_value(fill_value, "full_like"), d, memory_format, device, requires_grad)
-
-
-def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike = None,
-              device: DeviceLike | None = None, requires_grad: bool = False,
-              memory_format: memory_format = preserve_format) -> Tensor:
-    """Uniform samples in [0, 1) in a tensor of ``t``'s shape (and dtype, device, layout unless given)."""
-    d = _random_float(_like(t, dtype, "rand_like", memory_format)[1], "check_uniform_bounds")
-    values = rng_of(generator, "rand_like").random(t.shape)
-    return _like_result(t, values, d, memory_format, device, requires_grad)
-
-
-def randn_like(t: Tensor, *, generator: Generator | None = None, dtype: DTypeLike = None,
-               device: DeviceLike | None = None, requires_grad: bool = False,
-               memory_format: memory_format = preserve_format) -> Tensor:
-    """Standard normal samples in a tensor of ``t``'s shape (and dtype, device, layout unless given)."""
-    d = _random_float(_like(t, dtype, "randn_like", memory_format)[1], "normal_kernel_cpu")
-    values = rng_of(generator, "randn_like").standard_normal(t.shape)
-    return _like_result(t, values, d, memory_format, device, requires_grad)
-
-
-def randint_like(
-    t: Tensor, low: int = 0, high: int | None = None, *, generator: Generator | None = None, dtype: DTypeLike = None,
-    device: DeviceLike | None = None, requires_grad: bool = False, memory_format: memory_format = preserve_format,
-) -> Tensor:
-    """Random integers in ``[low, high)`` in a tensor of ``t``'s shape (and dtype, device, layout unless
-    given): ``randint_like(t, high)`` or ``randint_like(t, low, high)``."""
-    if high is None:
-        low, high = 0, low
-    shape, d = _like(t, dtype, "randint_like", memory_format)
-    values = _integers(operator.index(low), operator.index(high), shape, generator, "randint_like", d)
-    return _like_result(t, values, d, memory_format, device, requires_grad)
 
 
 def _iter_tensors(xs: Iterable[Any]) -> Iterable[Tensor]:

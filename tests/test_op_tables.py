@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import aiograd as ag
-from aiograd.autograd.graph import Node, Saved, Shape
+from aiograd.autograd.graph import Node, Shape
+from aiograd.autograd.saved import Saved
 from aiograd.ops import _stubgen
 from aiograd.ops._table import BINARY_DUNDERS, TABLES, all_ops, tensor_bindings
 

@@ -39,7 +39,8 @@ import copy
 import warnings
 from typing import Any, Callable, Optional
 
-from ..tensor import Tensor, _generator
+from .._generator import default_stream
+from ..tensor import Tensor
 from . import grad_mode as _gm
 from .function import Function
 from .graph import AccumulateGrad, Edge, Node, next_sequence_nr, record
@@ -83,7 +84,7 @@ def checkpoint(
 
 
 def _get_rng_state() -> Any:
-    return copy.deepcopy(_generator().bit_generator.state)
+    return copy.deepcopy(default_stream().bit_generator.state)
 
 
 class _RestoredRng:
@@ -95,7 +96,7 @@ class _RestoredRng:
 
     def __enter__(self) -> None:
         if self._state is not None:
-            gen = _generator()
+            gen = default_stream()
             self._saved = (gen, gen.bit_generator.state)
             gen.bit_generator.state = copy.deepcopy(self._state)
 

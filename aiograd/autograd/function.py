@@ -18,7 +18,8 @@ import numpy as np
 from .._sparse import as_payload
 from ..tensor import Tensor
 from . import grad_mode as _gm
-from .graph import Node, is_numeric_array, record, save, save_output, type_description, unpack
+from .graph import Node, is_numeric_array, record, type_description
+from .saved import save, save_output, unpack
 from .engine import current_graph_task
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]

@@ -1,4 +1,4 @@
-"""The backward graph: Node, Edge, AccumulateGrad, GraphRoot, InputMetadata, hooks.
+"""The backward graph: Node, Edge, AccumulateGrad, GraphRoot, InputMetadata, VersionCounter, hooks.
 
 A ``Node`` is the backward of one recorded operation. ``apply(grads)`` takes
 one gradient per output of the forward op and returns one per input, in the
@@ -32,20 +32,6 @@ import numpy as np
 from ..device import CPU, Device
 from . import grad_mode as _gm
 
-# The saved-tensor helpers that op files import from here (NOTE [Saved tensors] in saved.py).
-from .saved import (
-    Saved,
-    SavedArray,
-    SavedInput,
-    SavedInputOperand,
-    SavedOperand,
-    SavedTensor,
-    VersionCounter,
-    save,
-    save_output,
-    unpack,
-    unpack_input,
-)
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -71,22 +57,12 @@ __all__ = [
     "sole_owner",
     "is_numeric_array",
     "type_description",
-    "save",
-    "save_output",
-    "unpack",
     "MAX_SEQUENCE_NR",
     "edge_to",
     "link",
     "link_one",
     "link_pair",
-    "Saved",
-    "SavedOperand",
-    "SavedTensor",
-    "SavedArray",
-    "SavedInput",
-    "SavedInputOperand",
     "Shape",
-    "unpack_input",
 ]
 
 MAX_SEQUENCE_NR = (1 << 62) - 1
@@ -95,6 +71,16 @@ _sequence = itertools.count()
 next_sequence_nr = _sequence.__next__
 
 Shape = tuple[int, ...]
+
+
+class VersionCounter:
+    """Counts in-place modifications; shared between a tensor and its views, and read by
+    saved tensors (NOTE [Saved tensors] in saved.py) to detect a change after they were saved."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
 
 
 class Edge(NamedTuple):
@@ -529,7 +515,7 @@ class AccumulateGrad(Node):
 
     def apply(self, grads: list[Any]) -> tuple[()]:
         # (the engine stages leaf gradients and never calls this)
-        from .accumulate import accumulate_into_grad  # cycle: graph -> accumulate -> tensor -> graph
+        from .accumulate import accumulate_into_grad  # cycle: accumulate is above Tensor (NOTE [Layers])
 
         g = grads[0]
         if g is not None:

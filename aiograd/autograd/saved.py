@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 import numpy as np
 
 from ..device import Device
+from ..tensor import Tensor
+from .graph import VersionCounter
 
 if TYPE_CHECKING:
-    from ..tensor import Tensor
     from .graph import Node
 
 __all__ = [
@@ -59,16 +60,6 @@ FREED = (
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward."
 )
-
-
-class VersionCounter:
-    """Counts in-place modifications; shared between a tensor and its views, and read by
-    saved tensors (NOTE [Saved tensors]) to detect a change after they were saved."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
 
 
 class SavedTensor(NamedTuple):
@@ -163,8 +154,6 @@ def unpack(node: "Node", saved: Any, graph: bool) -> Any:
         return saved.data
     if saved.leaf is not None:
         return saved.leaf
-    from ..tensor import Tensor  # cycle: tensor -> graph -> saved -> tensor (graph re-exports this module)
-
     r = Tensor._wrap(saved.data, saved.device)
     r._version_counter = vc
     # an output saved by save_output has no grad_fn of its own: it is the unpacking node's
@@ -185,8 +174,6 @@ def unpack_output(node: "Node", data: Any, counter: VersionCounter, version: int
         raise modified_error(node, data, counter.value, version, False)
     if not graph:
         return data
-    from ..tensor import Tensor  # cycle: tensor -> graph -> saved -> tensor (graph re-exports this module)
-
     r = Tensor._wrap(data, node.device)
     r._version_counter = counter
     r.grad_fn = node

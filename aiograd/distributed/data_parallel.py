@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..autograd import grad
+from ..autograd.api import grad
 from ..tensor import Tensor
 from ._cluster import workers as all_workers
 from ._state import current_agent, require_asyncio

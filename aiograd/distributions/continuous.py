@@ -12,7 +12,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ..ops import erf, erfinv
-from ..tensor import Tensor, full, randn
+from .._random import randn
+from ..tensor import Tensor, full
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, eps, rng, tiny

@@ -10,7 +10,8 @@ import math
 from typing import Any, Optional
 
 from ..ops import digamma, lgamma, stack, where, xlogy
-from ..tensor import Tensor, full, randn
+from .._random import randn
+from ..tensor import Tensor, full
 from ..tensor import arange as ag_arange
 from . import constraints
 from .distribution import Distribution

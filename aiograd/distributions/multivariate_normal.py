@@ -9,7 +9,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ..linalg import cholesky, inv, solve
-from ..tensor import Tensor, randn
+from .._random import randn
+from ..tensor import Tensor
 from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property

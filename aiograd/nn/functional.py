@@ -30,7 +30,8 @@ from ..ops.nn import pool as _pool
 from ..ops.nn import resample as _resample
 from ..ops.nn.pad import pad as _pad_op
 from ..ops.pointwise import elementwise as _ew
-from ..tensor import Tensor, _generator
+from .._generator import default_stream
+from ..tensor import Tensor
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention
 from ._distance import cosine_similarity, pairwise_distance
 from ._losses import (
@@ -574,7 +575,7 @@ def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, bat
         return input
     lead = 2 if batched else 1
     shape = input.shape[:lead] + (1,) * (input.ndim - lead)
-    keep = (_generator().random(shape) >= p).astype(input.dtype) / (1.0 - p) if p < 1.0 else \
+    keep = (default_stream().random(shape) >= p).astype(input.dtype) / (1.0 - p) if p < 1.0 else \
         np.zeros(shape, dtype=input.dtype)
     return _maybe_inplace(input, inplace, lambda x: x * Tensor._wrap(keep, x.device))
 

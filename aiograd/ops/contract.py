@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.graph import Node, Saved, record, save, unpack
+from ..autograd.graph import Node, record
+from ..autograd.saved import Saved, save, unpack
 from ..tensor import Tensor, new_tensor
 from ._common import common_device, is_operand, needs_grad
 from ._table import OpTable

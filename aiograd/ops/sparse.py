@@ -27,7 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._sparse import SparseCOO, unsupported
-from ..autograd.graph import Node, Saved, Shape, link_one, record, save, unpack
+from ..autograd.graph import Node, Shape, link_one, record
+from ..autograd.saved import Saved, save, unpack
 from ..device import CPU, Device
 from ..tensor import Tensor, _resolve_dtype, _to_array, new_tensor
 from ._common import grad_enabled, needs_grad, torch_dtype_name

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..._warn import warn_user
-from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
+from ...autograd.graph import Node, Shape, record, sum_to
+from ...autograd.saved import Saved, save, save_output, unpack
 from ...tensor import Tensor, new_tensor
 from .._common import broadcast_shapes, check_operand, common_device, needs_grad, operand_error
 from .._table import OpTable

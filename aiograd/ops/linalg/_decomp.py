@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from ... import return_types
-from ...autograd.graph import Node, Saved, record, save_output, unpack
+from ...autograd.graph import Node, record
+from ...autograd.saved import Saved, save_output, unpack
 from ...tensor import Tensor
 from .._common import graph_mode, wrap
 from ._family import (LINALG, LinAlgError, batch_label, check_matrix, check_square, first_failure, lapack_info,

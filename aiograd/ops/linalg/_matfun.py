@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, link_one, save, unpack
+from ...autograd.graph import Node, link_one
+from ...autograd.saved import Saved, save, unpack
 from ...tensor import Tensor
 from .._common import graph_mode, grad_enabled, wrap
 from ._family import LINALG, check_square, records

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output
+from ...autograd.graph import Node, Shape, link_one
+from ...autograd.saved import Saved, save, save_output
 from ...tensor import Tensor, _resolve_dtype
 from .._common import torch_dtype_name, wrap
 from ..reduction.reduce import _unpack_with_kept_dims, accumulation_dtype, amax, amin, normalize_dims

@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, Shape, record, save, sum_to, unpack
+from ...autograd.graph import Node, Shape, record, sum_to
+from ...autograd.saved import Saved, save, unpack
 from ...tensor import Tensor
 from .._common import common_device, graph_mode, is_operand, needs_grad, operand_error, torch_dtype_name, wrap
 from ._family import LINALG, records

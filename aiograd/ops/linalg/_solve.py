@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from ... import return_types
-from ...autograd.graph import Node, Saved, Shape, record, save, save_output, sum_to, unpack
+from ...autograd.graph import Node, Shape, record, sum_to
+from ...autograd.saved import Saved, save, save_output, unpack
 from ...tensor import Tensor
 from .._common import broadcast_shapes, common_device, graph_mode, torch_dtype_name, wrap
 from ._family import LINALG, LinAlgError, batch_label, check_float, check_square, first_failure, lapack_info, records

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, SavedArray, link_one, record, save, save_output, unpack
+from ...autograd.graph import Node, link_one, record
+from ...autograd.saved import Saved, SavedArray, save, save_output, unpack
 from ...tensor import Tensor
 from .._common import grad_enabled, needs_grad, wrap
 from .._table import OpTable

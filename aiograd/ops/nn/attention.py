@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, SavedArray, SavedTensor, Shape, record, save, sum_to, unpack
-from ...tensor import Tensor, _generator
+from ...autograd.graph import Node, Shape, record, sum_to
+from ...autograd.saved import Saved, SavedArray, SavedTensor, save, unpack
+from ..._generator import default_stream
+from ...tensor import Tensor
 from .._common import broadcast_shapes, needs_grad, wrap
 from ._nn_common import torch_dtype_name
 from .activation import softmax
@@ -240,7 +242,7 @@ def scaled_dot_product_attention(
         if dropout_p >= 1.0:
             keep = np.zeros(p.shape, dtype=qd.dtype)
         else:
-            keep = (_generator().random(p.shape) >= dropout_p).astype(qd.dtype)
+            keep = (default_stream().random(p.shape) >= dropout_p).astype(qd.dtype)
             keep *= qd.dtype.type(1.0 / (1.0 - dropout_p))
         out_arr = np.matmul(p * keep, v_r)
     else:

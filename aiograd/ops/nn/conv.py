@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, SavedArray, Shape, link_one, record, save, unpack
+from ...autograd.graph import Node, Shape, link_one, record
+from ...autograd.saved import Saved, SavedArray, save, unpack
 from ...tensor import Tensor
 from .._common import grad_enabled, needs_grad, wrap
 from ._nn_common import ntuple, torch_dtype_name

@@ -20,8 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, link_one, record, save, unpack
-from ...tensor import Tensor, _generator
+from ...autograd.graph import Node, link_one, record
+from ...autograd.saved import Saved, save, unpack
+from ..._generator import default_stream
+from ...tensor import Tensor
 from .._common import grad_enabled, needs_grad, wrap
 from .._common import torch_dtype_name as _torch_dtype_name
 from .._table import OpTable
@@ -295,7 +297,7 @@ def dropout(input: Tensor, p: float = 0.5, train: bool = True) -> Tensor:
     if p == 1.0:
         mask = np.zeros(xd.shape, dtype=xd.dtype)
     else:
-        mask = (_generator().random(xd.shape, dtype=np.float64) >= p).astype(xd.dtype)
+        mask = (default_stream().random(xd.shape, dtype=np.float64) >= p).astype(xd.dtype)
         mask *= xd.dtype.type(1.0 / (1.0 - p))
     out = wrap(xd * mask, input._device)
     if input._requires_grad and grad_enabled():

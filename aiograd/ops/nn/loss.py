@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, Shape, link_one, record, save, sum_to, unpack
+from ...autograd.graph import Node, Shape, link_one, record, sum_to
+from ...autograd.saved import Saved, save, unpack
 from ...tensor import Tensor
 from .._common import broadcast_shapes, grad_enabled, needs_grad, wrap
 from .._pointwise import result_type

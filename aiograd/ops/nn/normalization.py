@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from ...autograd.grad_mode import no_grad
-from ...autograd.graph import Node, Saved, SavedArray, Shape, record, save, unpack
+from ...autograd.graph import Node, Shape, record
+from ...autograd.saved import Saved, SavedArray, save, unpack
 from ...tensor import Tensor
 from .._common import needs_grad, wrap
 from ._nn_common import float_data

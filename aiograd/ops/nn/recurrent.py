@@ -33,7 +33,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, SavedArray, record, save, unpack
+from ...autograd.graph import Node, record
+from ...autograd.saved import Saved, SavedArray, save, unpack
 from ...tensor import Tensor, zeros
 from .._common import common_device, needs_grad, wrap
 from .._table import OpTable

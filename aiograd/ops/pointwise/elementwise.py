@@ -17,19 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...autograd.graph import (
-    Node,
-    Saved,
-    SavedOperand,
-    SavedTensor,
-    Shape,
-    link_one,
-    record,
-    save,
-    save_output,
-    sum_to,
-    unpack,
-)
+from ...autograd.graph import Node, Shape, link_one, record, sum_to
+from ...autograd.saved import Saved, SavedOperand, SavedTensor, save, save_output, unpack
 from ...tensor import Tensor, new_tensor
 from .._common import (
     as_tensor_operand,

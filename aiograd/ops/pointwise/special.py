@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.graph import Node, Saved, link_one, save, unpack
+from ...autograd.graph import Node, link_one
+from ...autograd.saved import Saved, save, unpack
 from ...tensor import Tensor, get_default_dtype
 from .._common import grad_enabled, wrap
 from .._pointwise import PointwiseTable, make_binary

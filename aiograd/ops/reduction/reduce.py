@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ... import return_types
-from ...autograd.graph import Node, Saved, Shape, link_one, record, save, save_output, unpack
+from ...autograd.graph import Node, Shape, link_one, record
+from ...autograd.saved import Saved, save, save_output, unpack
 from ...tensor import Tensor, _resolve_dtype, get_default_dtype
 from .._common import grad_enabled, torch_dtype_name, wrap
 from .._table import OpTable

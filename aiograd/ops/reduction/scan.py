@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from ... import return_types
-from ...autograd.graph import Node, Saved, Shape, link_one, save, save_output, unpack
+from ...autograd.graph import Node, Shape, link_one
+from ...autograd.saved import Saved, save, save_output, unpack
 from ...tensor import Tensor, _resolve_dtype
 from .._common import grad_enabled, torch_dtype_name, wrap
 from .._table import OpTable

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ... import return_types
-from ...autograd.graph import link_one, save, save_output
+from ...autograd.graph import link_one
+from ...autograd.saved import save, save_output
 from ...tensor import Tensor
 from .._common import grad_enabled, wrap
 from .._table import OpTable
