@@ -46,7 +46,7 @@ from ._memory_format import (
     memory_format,
     preserve_format,
 )
-from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
+from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter, new_counter
 from ._dtypes import torch_dtype_name as _torch_dtype_name
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
@@ -274,11 +274,13 @@ class Tensor(_TensorMethods):
 
         NOTE [Lazy version counter]: most results of ops are never saved, viewed or
         changed in place, so the counter is made when first asked for (``_vc`` is None
-        until then, which reads as version 0). Code on the per-op path reads ``_vc``.
+        until then, which reads as version 0). Code on the per-op path reads ``_vc``. The
+        counter is a one-element array, read ``vc.item()`` and bumped ``vc[0] += 1``
+        (NOTE [Untracked version counter] in autograd/saved.py).
         """
         vc = self._vc
         if vc is None:
-            vc = self._vc = VersionCounter()
+            vc = self._vc = new_counter()
         return vc
 
     @_version_counter.setter
@@ -288,7 +290,7 @@ class Tensor(_TensorMethods):
     @property
     def _version(self) -> int:
         vc = self._vc
-        return 0 if vc is None else vc.value
+        return 0 if vc is None else vc.item()
 
     @property
     def requires_grad(self) -> bool:
