@@ -48,7 +48,8 @@ read as an int cheaply.) Views share their base's counter object, as before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Union
 
 import numpy as np
 
@@ -94,10 +95,10 @@ VersionCounter = np.ndarray
 _INT64 = np.dtype(np.int64)
 _zeros = np.zeros
 
-
-def new_counter() -> VersionCounter:
-    """A fresh version counter at version 0 (NOTE [Untracked version counter])."""
-    return _zeros(1, _INT64)
+#: ``new_counter()``: a fresh version counter at version 0 (NOTE [Untracked version counter]).
+#: A partial, not a def: no Python frame on the per-op path (ops/_pointwise.py makes one per
+#: saved intermediate).
+new_counter: Callable[[], VersionCounter] = partial(_zeros, 1, _INT64)
 
 
 class SavedTensor(NamedTuple):
@@ -141,7 +142,7 @@ def counter_of(t: "Tensor") -> VersionCounter:
     """``t``'s version counter, made now if it has none yet."""
     vc = t._vc
     if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
-        vc = t._vc = _zeros(1, _INT64)
+        vc = t._vc = new_counter()
     return vc
 
 
