@@ -31,10 +31,17 @@ A saved *output* keeps only ``out``, ``out_counter``, ``out_version`` (``saved``
 output Tensor would make a cycle (output -> grad_fn -> output). ``unpack_input`` and
 ``unpack_output`` make the same freed and in-place checks as ``unpack``.
 
-The two forms are one scheme: hand-written nodes hold a SavedTensor (``save``,
-``save_output``), a NamedTuple and so one tracked object per saved tensor, which the
-pointwise nodes, recorded most often, avoid by inlining its fields. A hand-written node
-could use the flat fields too; they are not (yet) converted, one family at a time.
+The two forms are one scheme, field for field: SavedTensor ``data`` / ``version_counter`` /
+``version`` / ``grad_fn`` / ``output_nr`` are a pointwise node's ``a`` / ``a_counter`` /
+``a_version`` / ``a_grad_fn`` / ``a_output_nr``; SavedTensor's ``leaf`` is ``a_grad_fn``
+being an AccumulateGrad, its ``device`` the node's; ``save`` and the pointwise forward
+(``record_node`` / ``make_unary`` in ops/_pointwise.py) fill them the same way, and
+``unpack`` and ``unpack_input`` read them with the same checks and the same result. Only
+the container differs: a hand-written node (linalg, nn, reductions: some 65 ``save`` and
+``save_output`` calls) holds a SavedTensor, a NamedTuple and so one more tracked object
+per saved tensor; the generated pointwise nodes, the ops a long chain of tiny ops is made
+of, spread its fields over their own slots. Converting a hand-written node means giving
+it those five slots per saved tensor; none is converted yet.
 
 NOTE [Untracked version counter]: a version counter is a one-element int64 ndarray
 (``new_counter``), read with ``vc.item()`` and bumped with ``vc[0] += 1``. numpy arrays hold
@@ -43,7 +50,7 @@ no references to Python objects, so the cyclic collector does not track them
 for the young and full collections to walk, where a class instance would be one more
 tracked object per op. (``array.array`` is tracked, on Python 3.11 at least; a dict is untracked
 only while it holds atomic values and only before Python 3.14; a bytearray cannot be
-read as an int cheaply.) Views share their base's counter object, as before.
+read as an int cheaply.) Views share their base's counter object.
 """
 
 from __future__ import annotations

@@ -81,11 +81,12 @@ from ..tensor import Tensor
 
 # A saved operand (NOTE [Saved inputs]): a tensor's data with its counter (its array in an
 # ordinary pass when its version is unchanged, else unpack_input's checks), a Python number
-# (no counter) as is, or None once released (the "backward through the graph a second time" error).
+# (no counter) as is; None once released (release_variables clears the data, not the counter:
+# unpack_input or the elif raise the "backward through the graph a second time" error).
 _LOAD = """\
             {x}: Any = self.{x}
             if (vc := self.{x}_counter) is not None:
-                if graph or vc.item() != self.{x}_version:
+                if {x} is None or graph or vc.item() != self.{x}_version:
                     {x} = unpack_input(self, {x}, vc, self.{x}_version, self.{x}_grad_fn, self.{x}_output_nr, graph)
             elif {x} is None:
                 raise RuntimeError(FREED)
@@ -197,7 +198,7 @@ def _binary(spec: dict) -> str:
            "b_grad_fn": "Node | None", "b_output_nr": "int", "a_shape": "Shape", "b_shape": "Shape",
            "out": "SavedArray", "out_counter": "VersionCounter", "out_version": "int"}
     params = ", ".join(f"{s}: {ann[s]}" for s in slots)
-    released = ["a", "a_counter", "b", "b_counter"] + (["out"] if uses_out else [])
+    released = ["a", "b"] + (["out"] if uses_out else [])
     return (
         f"class {node}(Node):\n"
         f'    """Backward of {name}: grad_a = {da}, grad_b = {db}, each summed to its operand\'s shape."""\n\n'

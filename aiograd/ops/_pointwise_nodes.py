@@ -282,9 +282,7 @@ class AddBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -447,9 +445,7 @@ class Atan2Backward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -458,13 +454,13 @@ class Atan2Backward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -474,13 +470,13 @@ class Atan2Backward0(Node):
         if self.next1 is not None:
             a = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -655,9 +651,7 @@ class CopysignBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
         self.out = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
@@ -667,7 +661,7 @@ class CopysignBackward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
@@ -741,9 +735,7 @@ class CopysignBackward1(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
         self.out = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
@@ -753,7 +745,7 @@ class CopysignBackward1(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
@@ -981,9 +973,7 @@ class DivBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -992,7 +982,7 @@ class DivBackward0(Node):
         if self.next0 is not None:
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1002,13 +992,13 @@ class DivBackward0(Node):
         if self.next1 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1361,9 +1351,7 @@ class HypotBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
         self.out = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
@@ -1373,7 +1361,7 @@ class HypotBackward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
@@ -1386,7 +1374,7 @@ class HypotBackward0(Node):
         if self.next1 is not None:
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1692,9 +1680,7 @@ class Logaddexp2Backward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -1703,13 +1689,13 @@ class Logaddexp2Backward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1719,13 +1705,13 @@ class Logaddexp2Backward0(Node):
         if self.next1 is not None:
             a = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1785,9 +1771,7 @@ class LogaddexpBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -1796,13 +1780,13 @@ class LogaddexpBackward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1812,13 +1796,13 @@ class LogaddexpBackward0(Node):
         if self.next1 is not None:
             a = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1880,9 +1864,7 @@ class MaximumBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -1891,13 +1873,13 @@ class MaximumBackward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1907,13 +1889,13 @@ class MaximumBackward0(Node):
         if self.next1 is not None:
             a = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -1975,9 +1957,7 @@ class MinimumBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -1986,13 +1966,13 @@ class MinimumBackward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -2002,13 +1982,13 @@ class MinimumBackward0(Node):
         if self.next1 is not None:
             a = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -2067,9 +2047,7 @@ class MulBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -2078,7 +2056,7 @@ class MulBackward0(Node):
         if self.next0 is not None:
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -2088,7 +2066,7 @@ class MulBackward0(Node):
         if self.next1 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
@@ -2562,9 +2540,7 @@ class SubBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -2732,9 +2708,7 @@ class XlogyBackward0(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -2743,13 +2717,13 @@ class XlogyBackward0(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -2759,13 +2733,13 @@ class XlogyBackward0(Node):
         if self.next1 is not None:
             a = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -2826,9 +2800,7 @@ class XlogyBackward1(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -2841,13 +2813,13 @@ class XlogyBackward1(Node):
         if self.next1 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
@@ -2908,9 +2880,7 @@ class XlogyBackward2(Node):
 
     def release_variables(self) -> None:
         self.a = None
-        self.a_counter = None
         self.b = None
-        self.b_counter = None
 
     def apply(self, grads: list[Any]) -> tuple[Any, Any]:
         g = grads[0]
@@ -2919,13 +2889,13 @@ class XlogyBackward2(Node):
         if self.next0 is not None:
             a: Any = self.a
             if (vc := self.a_counter) is not None:
-                if graph or vc.item() != self.a_version:
+                if a is None or graph or vc.item() != self.a_version:
                     a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
                 raise RuntimeError(FREED)
             b: Any = self.b
             if (vc := self.b_counter) is not None:
-                if graph or vc.item() != self.b_version:
+                if b is None or graph or vc.item() != self.b_version:
                     b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
                 raise RuntimeError(FREED)
