@@ -15,7 +15,8 @@ import numpy as np
 
 from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
 from ..device import CPU
-from ..autograd.saved import SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input, unpack_output
+from ..autograd.saved import (FREED, SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input,
+                              unpack_output)
 from ..tensor import Tensor
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
@@ -88,12 +89,16 @@ __all__ = [
 class AbsBackward0(Node):
     """Backward of abs: grad_input = g * sign_any(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
     sign_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -111,7 +116,10 @@ class AbsBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -119,23 +127,28 @@ class AbsBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.sign_any(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * self.sign_any(v),)
 
 
 class AcosBackward0(Node):
     """Backward of acos: grad_input = -g / np.sqrt(1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -153,7 +166,10 @@ class AcosBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -161,21 +177,26 @@ class AcosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (-g / np_sqrt(1 - v * v),)
 
 
 class AcoshBackward0(Node):
     """Backward of acosh: grad_input = g / np.sqrt(v * v - 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -193,7 +214,10 @@ class AcoshBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -201,25 +225,32 @@ class AcoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / np_sqrt(v * v - 1),)
 
 
 class AddBackward0(Node):
     """Backward of add: grad_a = g, grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -237,9 +268,15 @@ class AddBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -265,11 +302,15 @@ class AddBackward0(Node):
 class AsinBackward0(Node):
     """Backward of asin: grad_input = g / np.sqrt(1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -287,7 +328,10 @@ class AsinBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -295,21 +339,26 @@ class AsinBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / np_sqrt(1 - v * v),)
 
 
 class AsinhBackward0(Node):
     """Backward of asinh: grad_input = g / np.sqrt(v * v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -327,7 +376,10 @@ class AsinhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -335,26 +387,33 @@ class AsinhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / np_sqrt(v * v + 1),)
 
 
 class Atan2Backward0(Node):
     """Backward of atan2: grad_a = g * b * recip(a, b), grad_b = g * -a * recip(a, b), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     recip: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -372,9 +431,15 @@ class Atan2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -388,45 +453,33 @@ class Atan2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g * b * self.recip(a, b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * -a * self.recip(a, b)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -436,11 +489,15 @@ class Atan2Backward0(Node):
 class AtanBackward0(Node):
     """Backward of atan: grad_input = g / (v * v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -458,7 +515,10 @@ class AtanBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -466,21 +526,26 @@ class AtanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / (v * v + 1),)
 
 
 class AtanhBackward0(Node):
     """Backward of atanh: grad_input = g / (1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -498,7 +563,10 @@ class AtanhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -506,10 +574,11 @@ class AtanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / (1 - v * v),)
 
 
@@ -528,11 +597,17 @@ class CeilBackward0(Node):
 class CopysignBackward0(Node):
     """Backward of copysign: grad_a = g * copysign_ratio(a, out, g), grad_b = zeros_like_grad(g), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
@@ -541,7 +616,7 @@ class CopysignBackward0(Node):
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -559,9 +634,15 @@ class CopysignBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
         self.out = out
@@ -579,16 +660,13 @@ class CopysignBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             out: Any = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter.item() != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -603,11 +681,17 @@ class CopysignBackward0(Node):
 class CopysignBackward1(Node):
     """Backward of copysign: grad_a = g * copysign_ratio(a, out, g), grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
@@ -616,7 +700,7 @@ class CopysignBackward1(Node):
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -634,9 +718,15 @@ class CopysignBackward1(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
         self.out = out
@@ -654,16 +744,13 @@ class CopysignBackward1(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             out: Any = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter.item() != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -678,11 +765,15 @@ class CopysignBackward1(Node):
 class CosBackward0(Node):
     """Backward of cos: grad_input = g * -np.sin(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -700,7 +791,10 @@ class CosBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -708,23 +802,28 @@ class CosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -np_sin(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * -np_sin(v),)
 
 
 class CoshBackward0(Node):
     """Backward of cosh: grad_input = g * np.sinh(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -742,7 +841,10 @@ class CoshBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -750,12 +852,13 @@ class CoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_sinh(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * np_sinh(v),)
 
 
@@ -773,12 +876,16 @@ class Deg2RadBackward0(Node):
 class DigammaBackward0(Node):
     """Backward of digamma: grad_input = g * polygamma_any(1, v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
     polygamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -796,7 +903,10 @@ class DigammaBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -804,27 +914,34 @@ class DigammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.polygamma_any(1, v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * self.polygamma_any(1, v),)
 
 
 class DivBackward0(Node):
     """Backward of div: grad_a = g / b, grad_b = -g * a / (b * b), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -842,9 +959,15 @@ class DivBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -858,36 +981,27 @@ class DivBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g / b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = -g * a / (b * b)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -897,11 +1011,15 @@ class DivBackward0(Node):
 class ErfBackward0(Node):
     """Backward of erf: grad_input = g * (1.1283791670955126 * np.exp(-(v * v))) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -919,7 +1037,10 @@ class ErfBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -927,23 +1048,28 @@ class ErfBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (1.1283791670955126 * np_exp(-(v * v))), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * (1.1283791670955126 * np_exp(-(v * v))),)
 
 
 class ErfcBackward0(Node):
     """Backward of erfc: grad_input = g * (-1.1283791670955126 * np.exp(-(v * v))) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -961,7 +1087,10 @@ class ErfcBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -969,12 +1098,13 @@ class ErfcBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (-1.1283791670955126 * np_exp(-(v * v))), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * (-1.1283791670955126 * np_exp(-(v * v))),)
 
 
@@ -1013,7 +1143,7 @@ class ErfinvBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (0.886226925452758 * np_exp(v * v)), out=g),)
@@ -1057,7 +1187,7 @@ class Exp2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * 0.6931471805599453), out=g),)
@@ -1101,7 +1231,7 @@ class ExpBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, v, out=g),)
@@ -1145,7 +1275,7 @@ class Expm1Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v + 1), out=g),)
@@ -1169,18 +1299,24 @@ class FloorBackward0(Node):
 class HypotBackward0(Node):
     """Backward of hypot: grad_a = g * a / out, grad_b = g * b / out, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
     out_counter: VersionCounter
     out_version: int
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1198,9 +1334,15 @@ class HypotBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
         self.out = out
@@ -1218,32 +1360,26 @@ class HypotBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             out: Any = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter.item() != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * a / out
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             out = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter.item() != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             gb = g * b / out
             if gb.shape != self.b_shape:
@@ -1254,12 +1390,16 @@ class HypotBackward0(Node):
 class LgammaBackward0(Node):
     """Backward of lgamma: grad_input = g * digamma_any(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
     digamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1277,7 +1417,10 @@ class LgammaBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1285,23 +1428,28 @@ class LgammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.digamma_any(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * self.digamma_any(v),)
 
 
 class Log10Backward0(Node):
     """Backward of log10: grad_input = g / (v * 2.302585092994046) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1319,7 +1467,10 @@ class Log10Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1327,21 +1478,26 @@ class Log10Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / (v * 2.302585092994046),)
 
 
 class Log1PBackward0(Node):
     """Backward of log1p: grad_input = g / (v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1359,7 +1515,10 @@ class Log1PBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1367,21 +1526,26 @@ class Log1PBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / (v + 1),)
 
 
 class Log2Backward0(Node):
     """Backward of log2: grad_input = g / (v * 0.6931471805599453) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1399,7 +1563,10 @@ class Log2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1407,21 +1574,26 @@ class Log2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / (v * 0.6931471805599453),)
 
 
 class LogBackward0(Node):
     """Backward of log: grad_input = g / v (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1439,7 +1611,10 @@ class LogBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1447,26 +1622,33 @@ class LogBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g / v,)
 
 
 class Logaddexp2Backward0(Node):
     """Backward of logaddexp2: grad_a = g * sigmoid_any((a - b) * 0.6931471805599453), grad_b = g * sigmoid_any((b - a) * 0.6931471805599453), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1484,9 +1666,15 @@ class Logaddexp2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1500,45 +1688,33 @@ class Logaddexp2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g * self.sigmoid_any((a - b) * 0.6931471805599453)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * self.sigmoid_any((b - a) * 0.6931471805599453)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1548,16 +1724,22 @@ class Logaddexp2Backward0(Node):
 class LogaddexpBackward0(Node):
     """Backward of logaddexp: grad_a = g * sigmoid_any(a - b), grad_b = g * sigmoid_any(b - a), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1575,9 +1757,15 @@ class LogaddexpBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1591,45 +1779,33 @@ class LogaddexpBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g * self.sigmoid_any(a - b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * self.sigmoid_any(b - a)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1639,18 +1815,24 @@ class LogaddexpBackward0(Node):
 class MaximumBackward0(Node):
     """Backward of maximum: grad_a = g * tie_weight(a, b, g, less), grad_b = g * tie_weight(b, a, g, less), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1668,9 +1850,15 @@ class MaximumBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1684,45 +1872,33 @@ class MaximumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g * self.tie_weight(a, b, g, self.less)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * self.tie_weight(b, a, g, self.less)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1732,18 +1908,24 @@ class MaximumBackward0(Node):
 class MinimumBackward0(Node):
     """Backward of minimum: grad_a = g * tie_weight(a, b, g, greater), grad_b = g * tie_weight(b, a, g, greater), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1761,9 +1943,15 @@ class MinimumBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1777,45 +1965,33 @@ class MinimumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g * self.tie_weight(a, b, g, self.greater)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * self.tie_weight(b, a, g, self.greater)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1825,15 +2001,21 @@ class MinimumBackward0(Node):
 class MulBackward0(Node):
     """Backward of mul: grad_a = g * b, grad_b = g * a, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1851,9 +2033,15 @@ class MulBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1867,27 +2055,21 @@ class MulBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g * b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * a
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1951,7 +2133,7 @@ class ReciprocalBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -(v * v), out=g),)
@@ -1995,7 +2177,7 @@ class ReluBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v != 0), out=g),)
@@ -2051,7 +2233,7 @@ class RsqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v * v * -0.5), out=g),)
@@ -2095,7 +2277,7 @@ class SigmoidBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * (1 - v)), out=g),)
@@ -2119,11 +2301,15 @@ class SignBackward0(Node):
 class SinBackward0(Node):
     """Backward of sin: grad_input = g * np.cos(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2141,7 +2327,10 @@ class SinBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2149,24 +2338,29 @@ class SinBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_cos(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * np_cos(v),)
 
 
 class SincBackward0(Node):
     """Backward of sinc: grad_input = g * sinc_derivative(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
     sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2184,7 +2378,10 @@ class SincBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2192,23 +2389,28 @@ class SincBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.sinc_derivative(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * self.sinc_derivative(v),)
 
 
 class SinhBackward0(Node):
     """Backward of sinh: grad_input = g * np.cosh(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
+    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
+    saved: SavedInput  # the input's array
+    counter: VersionCounter  # the input's version counter
     version: int
+    saved_grad_fn: Node | None  # the input's place in the graph
+    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
+                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2226,7 +2428,10 @@ class SinhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
+        self.saved_grad_fn = saved_grad_fn
+        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2234,12 +2439,13 @@ class SinhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_cosh(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
+                             g.__class__ is Tensor)
         return (g * np_cosh(v),)
 
 
@@ -2278,7 +2484,7 @@ class SqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
         else:
             v = unpack_output(self, s, self.counter, self.version, g.__class__ is Tensor)
@@ -2288,15 +2494,21 @@ class SqrtBackward0(Node):
 class SubBackward0(Node):
     """Backward of sub: grad_a = g, grad_b = -g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2314,9 +2526,15 @@ class SubBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2374,7 +2592,7 @@ class TanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v + 1), out=g),)
@@ -2418,7 +2636,7 @@ class TanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (1 - v * v), out=g),)
@@ -2442,17 +2660,23 @@ class TruncBackward0(Node):
 class XlogyBackward0(Node):
     """Backward of xlogy: grad_a = g * xlogy_any((a != 0) | (b > 0), b), grad_b = g * a / b, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2470,9 +2694,15 @@ class XlogyBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2486,45 +2716,33 @@ class XlogyBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = g * self.xlogy_any((a != 0) | (b > 0), b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * a / b
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2534,17 +2752,23 @@ class XlogyBackward0(Node):
 class XlogyBackward1(Node):
     """Backward of xlogy: grad_a = g, grad_b = g * a / b, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2562,9 +2786,15 @@ class XlogyBackward1(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2582,23 +2812,17 @@ class XlogyBackward1(Node):
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             gb = g * a / b
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2608,17 +2832,23 @@ class XlogyBackward1(Node):
 class XlogyBackward2(Node):
     """Backward of xlogy: grad_a = number_grad(g, a, b), grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
     a: SavedInputOperand
+    a_counter: VersionCounter | None
     a_version: int
+    a_grad_fn: Node | None
+    a_output_nr: int
     b: SavedInputOperand
+    b_counter: VersionCounter | None
     b_version: int
+    b_grad_fn: Node | None
+    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2636,9 +2866,15 @@ class XlogyBackward2(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
+        self.a_grad_fn = a_grad_fn
+        self.a_output_nr = a_output_nr
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
+        self.b_grad_fn = b_grad_fn
+        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2652,23 +2888,17 @@ class XlogyBackward2(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
+            if (vc := self.a_counter) is not None:
+                if a is None or graph or vc.item() != self.a_version:
+                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
             elif a is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
+            if (vc := self.b_counter) is not None:
+                if b is None or graph or vc.item() != self.b_version:
+                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
             elif b is None:
-                unpack_input(self, None, 0, graph)
+                raise RuntimeError(FREED)
             ga = self.number_grad(g, a, b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
