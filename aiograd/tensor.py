@@ -36,7 +36,7 @@ from ._memory_format import (
     memory_format,
     preserve_format,
 )
-from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter, new_counter
+from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
 from ._size import Size
@@ -244,13 +244,11 @@ class Tensor(_TensorMethods):
 
         NOTE [Lazy version counter]: most results of ops are never saved, viewed or
         changed in place, so the counter is made when first asked for (``_vc`` is None
-        until then, which reads as version 0). Code on the per-op path reads ``_vc``. The
-        counter is a one-element array, read ``vc.item()`` and bumped ``vc[0] += 1``
-        (NOTE [Untracked version counter] in autograd/saved.py).
+        until then, which reads as version 0). Code on the per-op path reads ``_vc``.
         """
         vc = self._vc
         if vc is None:
-            vc = self._vc = new_counter()
+            vc = self._vc = VersionCounter()
         return vc
 
     @_version_counter.setter
@@ -260,7 +258,7 @@ class Tensor(_TensorMethods):
     @property
     def _version(self) -> int:
         vc = self._vc
-        return 0 if vc is None else vc.item()
+        return 0 if vc is None else vc.value
 
     @property
     def requires_grad(self) -> bool:
@@ -751,7 +749,6 @@ def _rebuild_tensor(data: np.ndarray, device: Device, requires_grad: bool) -> Te
 
 
 def _init_tensor(t: Tensor, data: np.ndarray, device: Device) -> None:
-    # new_tensor writes the same stores out (NOTE [One tensor initializer])
     t._data = data
     t._requires_grad = False
     t.grad_fn = None
@@ -771,25 +768,9 @@ _new_object = object.__new__
 
 
 def new_tensor(data: np.ndarray, device: Device) -> Tensor:
-    """A new leaf holding ``data`` (an ndarray, not copied): the result of an op.
-
-    NOTE [One tensor initializer]: every op's result is made here, so ``_init_tensor``'s
-    stores are written out below instead of called (one Python call less per op);
-    tests/test_tensor.py checks that both set every slot to the same value."""
+    """A new leaf holding ``data`` (an ndarray, not copied): the result of an op."""
     t = _new_object(Tensor)
-    t._data = data
-    t._requires_grad = False
-    t.grad_fn = None
-    t._output_nr = 0
-    t._grad = None
-    t._vc = None
-    t._device = device
-    t._grad_accumulator = None
-    t._hooks = None
-    t._post_accumulate_hooks = None
-    t._retains_grad = False
-    t._base = None
-    t._name = None
+    _init_tensor(t, data, device)
     return t
 
 

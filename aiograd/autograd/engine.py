@@ -741,7 +741,7 @@ class Engine:
     # (l) Ties: AccumulateGrad nodes share the top priority, so their relative order is
     #     unspecified (as in torch); nothing may depend on it.
     # (m) ``release_variables`` runs right after ``apply``: it frees what only the node
-    #     held (a saved tensor's array), the memory torch frees there.
+    #     held (a saved input's Tensor and array), the memory torch frees there.
 
     async def _loop(self, gt: GraphTask, node: Node, grads: list[Any]) -> None:
         """The hot loop (NOTE [Hot loop]): pick a ready node, evaluate it, propagate its gradients.

@@ -23,7 +23,6 @@ import inspect
 import itertools
 import traceback
 import weakref
-from functools import partial
 from sys import getrefcount
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple, Sequence
@@ -49,7 +48,6 @@ __all__ = [
     "Edge",
     "NodeHooks",
     "VersionCounter",
-    "new_counter",
     "InputMetadata",
     "AccumulateGrad",
     "GraphRoot",
@@ -75,15 +73,14 @@ next_sequence_nr = _sequence.__next__
 Shape = tuple[int, ...]
 
 
-#: Counts in-place modifications; shared between a tensor and its views, and read by saved
-#: tensors (NOTE [Saved tensors] in saved.py) to detect a change after they were saved: a
-#: one-element int64 array (NOTE [Untracked version counter] in saved.py).
-VersionCounter = np.ndarray
+class VersionCounter:
+    """Counts in-place modifications; shared between a tensor and its views, and read by
+    saved tensors (NOTE [Saved tensors] in saved.py) to detect a change after they were saved."""
 
-#: ``new_counter()``: a fresh version counter at version 0 (NOTE [Untracked version counter]).
-#: A partial, not a def: no Python frame on the per-op path (ops/_pointwise.py makes one per
-#: saved intermediate).
-new_counter: Callable[[], VersionCounter] = partial(np.zeros, 1, np.dtype(np.int64))
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
 
 
 class Edge(NamedTuple):
@@ -563,20 +560,13 @@ class GraphRoot(Node):
 # full collections (benchmarks/forward.py's "gc paused" row shows how much). So an op
 # leaves as few gc-tracked objects alive as it can: its node alone for an op of one or
 # two inputs (the edges are slots, NOTE [Edges]; the gradient's metadata too, NOTE
-# [Gradient metadata]); a pointwise node keeps what it saves as fields of its own, with
-# an untracked version counter, so an intermediate Tensor dies (NOTE [Saved inputs] and
-# NOTE [Untracked version counter] in saved.py). Temporaries made
+# [Gradient metadata]), plus what it saves (NOTE [Saved inputs] in saved.py: an input
+# Tensor that already exists costs nothing while the user holds it). Temporaries made
 # while recording (an edge list passed to ``link``) die at once and cost the collector
-# nothing. tests/test_pointwise_nodes.py pins the counts (benchmarks/forward.py's gc column
+# nothing. tests/test_graph.py pins the counts (benchmarks/forward.py's gc column
 # shows them). The anomaly trace is read only once some anomaly mode was ever entered.
 # (No ``__getattr__`` on Node for defaults: it makes every attribute read of every
 # node, the engine's included, about three times slower.)
-
-# NOTE [Leaf sink lookup]: a leaf that requires grad keeps a weak reference to its
-# AccumulateGrad (``Tensor._get_grad_accumulator`` makes one when there is none);
-# ``link_one``/``link_pair`` read that reference themselves and call the method only to
-# make one, which saves a Python call per leaf operand (``h * w`` with ``w`` a parameter
-# records one per op).
 
 
 _new_edge = tuple.__new__  # builds an Edge without NamedTuple's Python-level __new__ (record's hot path)
@@ -617,9 +607,8 @@ def link(node: Node, edges: "Sequence[Edge | None]", out: "Tensor") -> None:
 def link_one(node: Node, x: "Tensor", out: "Tensor") -> None:
     """``link(node, [edge_to(x)], out)`` without the list: the op has one input, ``x``, which requires grad."""
     fn = x.grad_fn
-    if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
-        if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
-            fn = x._get_grad_accumulator()
+    if fn is None:
+        fn = x._get_grad_accumulator()
         node.next0_nr = 0
     else:
         node.next0_nr = x._output_nr
@@ -642,9 +631,8 @@ def link_pair(node: Node, a: "Tensor | None", b: "Tensor | None", out: "Tensor")
     topo = 0
     if a is not None:
         fn = a.grad_fn
-        if fn is None:  # NOTE [Leaf sink lookup]
-            if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
-                fn = a._get_grad_accumulator()
+        if fn is None:
+            fn = a._get_grad_accumulator()
             node.next0_nr = 0
         else:
             node.next0_nr = a._output_nr
@@ -652,9 +640,8 @@ def link_pair(node: Node, a: "Tensor | None", b: "Tensor | None", out: "Tensor")
         topo = fn.topological_nr + 1
     if b is not None:
         fn = b.grad_fn
-        if fn is None:  # NOTE [Leaf sink lookup]
-            if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
-                fn = b._get_grad_accumulator()
+        if fn is None:
+            fn = b._get_grad_accumulator()
             node.next1_nr = 0
         else:
             node.next1_nr = b._output_nr

@@ -11,57 +11,26 @@ SavedTensor: the freed check, the in-place check, then the array (or, in a creat
 pass, a Tensor at the same place in the graph). Intermediate Tensor objects die during
 forward.
 
-NOTE [Saved inputs]: a pointwise Node (ops/_pointwise_nodes.py) keeps each tensor it saves
-as the same named fields as a SavedTensor, flattened into slots of its own instead of a
-tuple (a SavedTensor would be one more gc-tracked object per op, NOTE [Cheap recording] in
-graph.py): for an input ``a`` of a binary node, ``a`` (the data), ``a_counter`` and
-``a_version`` (the in-place check), ``a_grad_fn`` and ``a_output_nr`` (its place in the
-graph); a unary node's input is ``saved``, ``counter``, ``version``, ``saved_grad_fn``,
-``saved_output_nr``. ``leaf`` is not a field: a leaf that requires grad has its
-AccumulateGrad as ``grad_fn``, which holds the leaf itself (``unpack_input`` hands it
-back); ``device`` is the node's (a pointwise op's operands and output share one device).
-The input Tensor object is not kept, so an intermediate Tensor of a chain dies during
-forward, as with ``save``; the node keeps its array and its version counter, made at save
-time if the tensor had none (a one-element array, which the collector does not track:
-NOTE [Untracked version counter]). ``a_grad_fn`` is the node's edge to that input as it
-was when recorded (``next0``), kept apart because the edge may be rewritten later (a
-non-reentrant checkpoint points it at a sink during its recomputation's pass).
-A saved *output* keeps only ``out``, ``out_counter``, ``out_version`` (``saved``,
-``counter``, ``version`` for a unary node): its grad_fn is the node itself, and keeping the
-output Tensor would make a cycle (output -> grad_fn -> output). ``unpack_input`` and
-``unpack_output`` make the same freed and in-place checks as ``unpack``.
-
-The two forms are one scheme, field for field: SavedTensor ``data`` / ``version_counter`` /
-``version`` / ``grad_fn`` / ``output_nr`` are a pointwise node's ``a`` / ``a_counter`` /
-``a_version`` / ``a_grad_fn`` / ``a_output_nr``; SavedTensor's ``leaf`` is ``a_grad_fn``
-being an AccumulateGrad, its ``device`` the node's; ``save`` and the pointwise forward
-(``record_node`` / ``make_unary`` in ops/_pointwise.py) fill them the same way, and
-``unpack`` and ``unpack_input`` read them with the same checks and the same result. Only
-the container differs: a hand-written node (linalg, nn, reductions: some 65 ``save`` and
-``save_output`` calls) holds a SavedTensor, a NamedTuple and so one more tracked object
-per saved tensor; the generated pointwise nodes, the ops a long chain of tiny ops is made
-of, spread its fields over their own slots. Converting a hand-written node means giving
-it those five slots per saved tensor; none is converted yet.
-
-NOTE [Untracked version counter]: a version counter is a one-element int64 ndarray
-(``new_counter``), read with ``vc.item()`` and bumped with ``vc[0] += 1``. numpy arrays hold
-no references to Python objects, so the cyclic collector does not track them
-(``gc.is_tracked`` is False): a counter made for every saved intermediate adds nothing
-for the young and full collections to walk, where a class instance would be one more
-tracked object per op. (``array.array`` is tracked, on Python 3.11 at least; a dict is untracked
-only while it holds atomic values and only before Python 3.14; a bytearray cannot be
-read as an int cheaply.) Views share their base's counter object.
+NOTE [Saved inputs]: a pointwise Node (ops/_pointwise_nodes.py) keeps a saved *input*
+as the Tensor itself with the version its counter had (0 while it has none) instead of a
+SavedTensor: the input Tensor already exists, and a SavedTensor would be one more
+gc-tracked object per op (NOTE [Cheap recording] in graph.py). ``unpack_input`` makes
+the same freed and in-place checks as ``unpack``; a create_graph pass uses the Tensor
+itself. A saved *output* cannot be the Tensor (that would make a cycle: output ->
+grad_fn -> output): a pointwise node keeps the output's array, version counter and
+version as three fields of its own (``unpack_output``), so it makes no SavedTensor
+either; other ops keep a SavedTensor (``save_output``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import numpy as np
 
 from ..device import Device
 from ..tensor import Tensor
-from .graph import AccumulateGrad, VersionCounter, new_counter
+from .graph import VersionCounter
 
 if TYPE_CHECKING:
     from .graph import Node
@@ -69,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FREED",
     "VersionCounter",
-    "new_counter",
     "SavedTensor",
     "SavedOutput",
     "Saved",
@@ -125,17 +93,17 @@ Saved = Union[SavedTensor, None]
 SavedOperand = Union[SavedTensor, bool, int, float, complex, None]
 #: A Node field holding an array kept for backward only; None once released.
 SavedArray = Union[np.ndarray, None]
-#: A Node field holding a saved input's data (NOTE [Saved inputs]); None once released.
-SavedInput = Union[np.ndarray, Any, None]
-#: A Node field holding a saved input's data or the Python number an operand was (NOTE [Saved inputs]).
-SavedInputOperand = Union[np.ndarray, bool, int, float, complex, Any, None]
+#: A Node field holding a saved input as the Tensor itself (NOTE [Saved inputs]); None once released.
+SavedInput = Union["Tensor", None]
+#: A Node field holding a saved input Tensor or the Python number an operand was (NOTE [Saved inputs]).
+SavedInputOperand = Union["Tensor", bool, int, float, complex, None]
 
 
 def counter_of(t: "Tensor") -> VersionCounter:
     """``t``'s version counter, made now if it has none yet."""
     vc = t._vc
     if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
-        vc = t._vc = new_counter()
+        vc = t._vc = VersionCounter()
     return vc
 
 
@@ -143,14 +111,14 @@ def save(t: "Tensor") -> SavedTensor:
     """Remember an input tensor for backward, with its version for the in-place check."""
     fn = t.grad_fn
     vc = counter_of(t)
-    return _new_saved(SavedTensor, (t._data, vc, vc.item(), fn, t._output_nr,
+    return _new_saved(SavedTensor, (t._data, vc, vc.value, fn, t._output_nr,
                                     t if (fn is None and t._requires_grad) else None, t._device))
 
 
 def save_output(t: "Tensor") -> SavedTensor:
     """Remember an op's own output for backward (call after ``record``): its grad_fn is the unpacking node."""
     vc = counter_of(t)
-    return _new_saved(SavedOutput, (t._data, vc, vc.item(), None, t._output_nr, None, t._device))
+    return _new_saved(SavedOutput, (t._data, vc, vc.value, None, t._output_nr, None, t._device))
 
 
 def modified_error(node: "Node", arr: np.ndarray, now: int, saved: int, leaf: bool) -> RuntimeError:
@@ -180,8 +148,8 @@ def unpack(node: "Node", saved: Any, graph: bool) -> Any:
     if saved is None:
         raise RuntimeError(FREED)
     vc = saved.version_counter
-    if (now := vc.item()) != saved.version:
-        raise modified_error(node, saved.data, now, saved.version, saved.leaf is not None)
+    if vc.value != saved.version:
+        raise modified_error(node, saved.data, vc.value, saved.version, saved.leaf is not None)
     if not graph:
         return saved.data
     if saved.leaf is not None:
@@ -202,8 +170,8 @@ def unpack_output(node: "Node", data: Any, counter: VersionCounter, version: int
     grad_fn is ``node``, in a create_graph pass), after the freed/in-place checks."""
     if data is None:
         raise RuntimeError(FREED)
-    if (now := counter.item()) != version:
-        raise modified_error(node, data, now, version, False)
+    if counter.value != version:
+        raise modified_error(node, data, counter.value, version, False)
     if not graph:
         return data
     r = Tensor._wrap(data, node.device)
@@ -214,24 +182,12 @@ def unpack_output(node: "Node", data: Any, counter: VersionCounter, version: int
     return r
 
 
-def unpack_input(node: "Node", data: Any, counter: VersionCounter, version: int, grad_fn: "Node | None",
-                 output_nr: int, graph: bool) -> Any:
-    """A saved input kept as fields of its node (NOTE [Saved inputs]): its array (a Tensor at the same
-    place in the graph, in a create_graph pass), after the freed/in-place checks."""
-    if data is None:
+def unpack_input(node: "Node", x: Any, version: int, graph: bool) -> Any:
+    """A saved input (NOTE [Saved inputs]): its array (the Tensor in a create_graph pass), after
+    the freed/in-place checks."""
+    if x is None:
         raise RuntimeError(FREED)
-    if (now := counter.item()) != version:
-        raise modified_error(node, data, now, version, grad_fn.__class__ is AccumulateGrad)
-    if not graph:
-        return data
-    if grad_fn.__class__ is AccumulateGrad:
-        return grad_fn.variable  # a leaf that requires grad: itself
-    from ..tensor import Tensor  # cycle: tensor -> graph -> saved -> tensor (graph re-exports this module)
-
-    r = Tensor._wrap(data, node.device)
-    r._version_counter = counter
-    if grad_fn is not None:
-        r.grad_fn = grad_fn
-        r._output_nr = output_nr
-        r._requires_grad = True
-    return r
+    vc = x._vc
+    if vc is not None and vc.value != version:
+        raise modified_error(node, x._data, vc.value, version, x.grad_fn is None and x._requires_grad)
+    return x if graph else x._data

@@ -72,28 +72,29 @@ import numpy as np
 
 from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
 from ..device import CPU
-from ..autograd.saved import (FREED, SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input,
-                              unpack_output)
+from ..autograd.saved import SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
 '''
 
-# A saved operand (NOTE [Saved inputs]): a tensor's data with its counter (its array in an
-# ordinary pass when its version is unchanged, else unpack_input's checks), a Python number
-# (no counter) as is; None once released (release_variables clears the data, not the counter:
-# unpack_input or the elif raise the "backward through the graph a second time" error).
+# A saved operand: the input Tensor (NOTE [Saved inputs]: its array in an ordinary pass
+# when its version is unchanged, else unpack_input's checks), a Python number as is, or
+# None once released (unpack_input raises the "backward through the graph a second time" error).
 _LOAD = """\
             {x}: Any = self.{x}
-            if (vc := self.{x}_counter) is not None:
-                if {x} is None or graph or vc.item() != self.{x}_version:
-                    {x} = unpack_input(self, {x}, vc, self.{x}_version, self.{x}_grad_fn, self.{x}_output_nr, graph)
+            c = {x}.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance({x}, Tensor)):
+                if graph or ((vc := {x}._vc) is not None and vc.value != self.{x}_version):
+                    {x} = unpack_input(self, {x}, self.{x}_version, graph)
+                else:
+                    {x} = {x}._data
             elif {x} is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
 """
 _LOAD_OUT = """\
             {x}: Any = self.out
-            if out is None or graph or self.out_counter.item() != self.out_version:
+            if out is None or graph or self.out_counter.value != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
 """
 
@@ -121,24 +122,16 @@ def _unary(spec: dict) -> str:
         if rule.startswith("g * ") else ""
     )
     if saves == "input":
-        fields = ('    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")\n'
-                  "    saved: SavedInput  # the input's array\n    counter: VersionCounter  # the input's version counter\n"
-                  "    version: int\n    saved_grad_fn: Node | None  # the input's place in the graph\n"
-                  "    saved_output_nr: int\n")
+        fields = '    __slots__ = ("saved", "version")\n    saved: SavedInput\n    version: int\n'
         init = (
-            "    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,\n"
-            "                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:\n"
+            "    def __init__(self, saved: SavedInput, version: int) -> None:\n"
             + _BASE_INIT
             + "        self.saved = saved\n"
-            "        self.counter = counter\n"
             "        self.version = version\n"
-            "        self.saved_grad_fn = saved_grad_fn\n"
-            "        self.saved_output_nr = saved_output_nr\n"
         )
-        fast = ("        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:\n"
-                "            v = s\n")
-        slow = ("            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,\n"
-                "                             g.__class__ is Tensor)\n")
+        fast = ("        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):\n"
+                "            v = s._data\n")
+        slow = "            v = unpack_input(self, s, self.version, g.__class__ is Tensor)\n"
     else:
         fields = ('    __slots__ = ("saved", "counter", "version")\n    saved: SavedArray  # the output\'s array\n'
                   "    counter: VersionCounter  # the output's version counter\n    version: int\n")
@@ -149,7 +142,7 @@ def _unary(spec: dict) -> str:
             "        self.counter = counter\n"
             "        self.version = version\n"
         )
-        fast = ("        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:\n"
+        fast = ("        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:\n"
                 "            v = s\n")
         slow = "            v = unpack_output(self, s, self.counter, self.version, g.__class__ is Tensor)\n"
     return (
@@ -189,14 +182,11 @@ def _binary(spec: dict) -> str:
             f"                {var} = sum_to({var}, self.{shape})\n"
         )
 
-    slots = ["a", "a_counter", "a_version", "a_grad_fn", "a_output_nr",
-             "b", "b_counter", "b_version", "b_grad_fn", "b_output_nr", "a_shape", "b_shape"]
+    slots = ["a", "a_version", "b", "b_version", "a_shape", "b_shape"]
     slots += ["out", "out_counter", "out_version"] if uses_out else []
-    ann = {"a": "SavedInputOperand", "a_counter": "VersionCounter | None", "a_version": "int",
-           "a_grad_fn": "Node | None", "a_output_nr": "int",
-           "b": "SavedInputOperand", "b_counter": "VersionCounter | None", "b_version": "int",
-           "b_grad_fn": "Node | None", "b_output_nr": "int", "a_shape": "Shape", "b_shape": "Shape",
-           "out": "SavedArray", "out_counter": "VersionCounter", "out_version": "int"}
+    ann = {"a": "SavedInputOperand", "a_version": "int", "b": "SavedInputOperand", "b_version": "int",
+           "a_shape": "Shape", "b_shape": "Shape", "out": "SavedArray", "out_counter": "VersionCounter",
+           "out_version": "int"}
     params = ", ".join(f"{s}: {ann[s]}" for s in slots)
     released = ["a", "b"] + (["out"] if uses_out else [])
     return (

@@ -41,14 +41,13 @@ import numpy as np
 
 from .._sparse import SparseCOO
 from ..autograd.graph import Node, link_one, link_pair
-from ..autograd.saved import counter_of, new_counter
+from ..autograd.saved import counter_of
 from . import _pointwise_nodes
 from ..tensor import Tensor, get_default_dtype, new_tensor, tensor
 from ._common import (
     _NUMBERS,
     as_tensor_operand,
     broadcast_shapes,
-    is_operand,
     common_device,
     grad_enabled,
     operand_error,
@@ -281,19 +280,10 @@ def make_unary(
                 link_one(node_cls(), input, out)
             elif save_out:
                 oc = counter_of(out)  # the output's array and version (NOTE [Saved inputs] in autograd/saved.py)
-                link_one(node_cls(out._data, oc, oc.item()), input, out)  # type: ignore[call-arg]
-            else:  # the input's array, counter, version and place (NOTE [Saved inputs] in autograd/saved.py)
+                link_one(node_cls(out._data, oc, oc.value), input, out)  # type: ignore[call-arg]
+            else:  # the input itself, with its version (NOTE [Saved inputs] in autograd/saved.py)
                 vc = input._vc
-                if vc is None:
-                    vc = input._vc = new_counter()
-                    version = 0
-                else:
-                    version = vc.item()
-                fn = input.grad_fn
-                node = node_cls(input._data, vc, version, fn, input._output_nr)  # type: ignore[call-arg]
-                link_one(node, input, out)
-                if fn is None:  # a leaf: its place is the AccumulateGrad that link_one found
-                    node.saved_grad_fn = node.next0  # type: ignore[attr-defined]
+                link_one(node_cls(input, 0 if vc is None else vc.value), input, out)  # type: ignore[call-arg]
         return out
 
     _name(forward, name, doc or f"Elementwise {name}, differentiable.", module)
@@ -327,47 +317,16 @@ def make_binary(
     a_for_b, b_for_b = _uses(db, "a"), _uses(db, "b")
     uses_out = _uses(da, "out") or _uses(db, "out")
 
-    def record_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> None:
-        # the operands the needed formulas read (NOTE [Saved inputs] in autograd/saved.py): a tensor
-        # as its array, counter, version and place in the graph, a Python number as itself
-        ad: Any = 0
-        ac = bc = a_fn = b_fn = None
-        av = bv = a_nr = b_nr = 0
-        if (ra and a_for_a) or (rb and a_for_b):
-            if a.__class__ is Tensor or isinstance(a, Tensor):
-                if (ac := a._vc) is None:
-                    ac = a._vc = new_counter()
-                else:
-                    av = ac.item()
-                ad = a._data
-                a_fn = a.grad_fn
-                a_nr = a._output_nr
-            else:
-                ad = a
-        bd: Any = 0
-        if (ra and b_for_a) or (rb and b_for_b):
-            if b.__class__ is Tensor or isinstance(b, Tensor):
-                if (bc := b._vc) is None:
-                    bc = b._vc = new_counter()
-                else:
-                    bv = bc.item()
-                bd = b._data
-                b_fn = b.grad_fn
-                b_nr = b._output_nr
-            else:
-                bd = b
+    def make_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> Node:
+        # the operands the needed formulas read, saved as themselves (NOTE [Saved inputs] in autograd/saved.py)
+        sa = a if (ra and a_for_a) or (rb and a_for_b) else 0
+        sb = b if (ra and b_for_a) or (rb and b_for_b) else 0
+        va = (0 if (vc := sa._vc) is None else vc.value) if sa.__class__ is Tensor or isinstance(sa, Tensor) else 0
+        vb = (0 if (vc := sb._vc) is None else vc.value) if sb.__class__ is Tensor or isinstance(sb, Tensor) else 0
         if uses_out:
             oc = counter_of(out)
-            node = node_cls(ad, ac, av, a_fn, a_nr, bd, bc, bv, b_fn, b_nr, a_shape, b_shape,  # type: ignore[call-arg]
-                            out._data, oc, oc.item())
-        else:
-            node = node_cls(ad, ac, av, a_fn, a_nr, bd, bc, bv, b_fn, b_nr, a_shape, b_shape)  # type: ignore[call-arg]
-        link_pair(node, a if ra else None, b if rb else None, out)
-        # a saved leaf that requires grad: its place is the AccumulateGrad that link_pair found
-        if ra and ac is not None and a_fn is None:
-            node.a_grad_fn = node.next0  # type: ignore[attr-defined]
-        if rb and bc is not None and b_fn is None:
-            node.b_grad_fn = node.next1  # type: ignore[attr-defined]
+            return node_cls(sa, va, sb, vb, a_shape, b_shape, out._data, oc, oc.value)  # type: ignore[call-arg]
+        return node_cls(sa, va, sb, vb, a_shape, b_shape)  # type: ignore[call-arg]
 
     def general(input: Any, other: Any) -> Tensor:
         if not numbers:  # torch has no overload taking a Python number for this op
@@ -381,62 +340,47 @@ def make_binary(
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
         if (ra or rb) and grad_enabled():
-            record_node(a, b, ra, rb, _shape(a), _shape(b), out)
+            node = make_node(a, b, ra, rb, _shape(a), _shape(b), out)
+            link_pair(node, a if ra else None, b if rb else None, out)
         return out
 
     scale = alpha
 
-    def make_forward(operator: bool) -> Callable[..., Any]:
-        # NOTE [Own operator form]: one body, two closures: the op (``operator`` False) and its
-        # Tensor operator (``__mul__``), which returns NotImplemented for a non-operand instead
-        # of raising (what ``dunder`` in _common.py does as a wrapper: one Python call more per
-        # ``a * b``). The operator form takes ``alpha`` too; Python never passes it.
-        def forward(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
-            if alpha != 1:
-                if scale is None:
-                    raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
-                other = scale(other, alpha)
-            if input.__class__ is Tensor:
-                ad = input._data
-                oc = other.__class__
-                if oc is Tensor:
-                    bd = other._data
-                    dt = ad.dtype
-                    if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
-                        res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
-                        if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
-                            res = np.asarray(res)
-                        out = new_tensor(res, input._device)
-                        ra = input._requires_grad
-                        rb = other._requires_grad
-                        if (ra or rb) and grad_enabled():
-                            record_node(input, other, ra, rb, ad.shape, bd.shape, out)
-                        return out
-                elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
-                    res = kernel(ad, other)
-                    if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:
+    def forward(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+        if alpha != 1:
+            if scale is None:
+                raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
+            other = scale(other, alpha)
+        if input.__class__ is Tensor:
+            ad = input._data
+            oc = other.__class__
+            if oc is Tensor:
+                bd = other._data
+                dt = ad.dtype
+                if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
+                    res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
+                    if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
                         res = np.asarray(res)
                     out = new_tensor(res, input._device)
-                    if input._requires_grad and grad_enabled():
-                        record_node(input, other, True, False, ad.shape, (), out)
+                    ra = input._requires_grad
+                    rb = other._requires_grad
+                    if (ra or rb) and grad_enabled():
+                        node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
+                        link_pair(node, input if ra else None, other if rb else None, out)
                     return out
-            if operator and not is_operand(other):
-                return NotImplemented
-            return general(input, other)
+            elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
+                res = kernel(ad, other)
+                if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:
+                    res = np.asarray(res)
+                out = new_tensor(res, input._device)
+                if input._requires_grad and grad_enabled():
+                    link_pair(make_node(input, other, True, False, ad.shape, (), out), input, None, out)
+                return out
+        return general(input, other)
 
-        return forward
-
-    def make_operator() -> Callable[..., Any]:
-        """A Tensor operator method of this op (the op table names it, NOTE [Own operator form])."""
-        method = make_forward(True)
-        method.__signature__ = inspect.signature(_plain_binary)  # type: ignore[attr-defined]
-        return method
-
-    forward = make_forward(False)
     if scale is None:  # what inspect (and the stub generator) shows: no alpha keyword
         forward.__signature__ = inspect.signature(_plain_binary)  # type: ignore[attr-defined]
     _name(forward, name, doc or f"Elementwise {name} with broadcasting, differentiable.", module)
-    forward.make_operator = make_operator  # type: ignore[attr-defined]
     return forward, node_cls
 
 

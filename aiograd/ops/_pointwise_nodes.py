@@ -15,8 +15,7 @@ import numpy as np
 
 from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
 from ..device import CPU
-from ..autograd.saved import (FREED, SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input,
-                              unpack_output)
+from ..autograd.saved import SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
@@ -89,16 +88,12 @@ __all__ = [
 class AbsBackward0(Node):
     """Backward of abs: grad_input = g * sign_any(v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
     sign_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -116,10 +111,7 @@ class AbsBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -127,28 +119,23 @@ class AbsBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.sign_any(v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * self.sign_any(v),)
 
 
 class AcosBackward0(Node):
     """Backward of acos: grad_input = -g / np.sqrt(1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -166,10 +153,7 @@ class AcosBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -177,26 +161,21 @@ class AcosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (-g / np_sqrt(1 - v * v),)
 
 
 class AcoshBackward0(Node):
     """Backward of acosh: grad_input = g / np.sqrt(v * v - 1) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -214,10 +193,7 @@ class AcoshBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -225,32 +201,25 @@ class AcoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / np_sqrt(v * v - 1),)
 
 
 class AddBackward0(Node):
     """Backward of add: grad_a = g, grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -268,15 +237,9 @@ class AddBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -302,15 +265,11 @@ class AddBackward0(Node):
 class AsinBackward0(Node):
     """Backward of asin: grad_input = g / np.sqrt(1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -328,10 +287,7 @@ class AsinBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -339,26 +295,21 @@ class AsinBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / np_sqrt(1 - v * v),)
 
 
 class AsinhBackward0(Node):
     """Backward of asinh: grad_input = g / np.sqrt(v * v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -376,10 +327,7 @@ class AsinhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -387,33 +335,26 @@ class AsinhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / np_sqrt(v * v + 1),)
 
 
 class Atan2Backward0(Node):
     """Backward of atan2: grad_a = g * b * recip(a, b), grad_b = g * -a * recip(a, b), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     recip: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -431,15 +372,9 @@ class Atan2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -453,33 +388,45 @@ class Atan2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g * b * self.recip(a, b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * -a * self.recip(a, b)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -489,15 +436,11 @@ class Atan2Backward0(Node):
 class AtanBackward0(Node):
     """Backward of atan: grad_input = g / (v * v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -515,10 +458,7 @@ class AtanBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -526,26 +466,21 @@ class AtanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / (v * v + 1),)
 
 
 class AtanhBackward0(Node):
     """Backward of atanh: grad_input = g / (1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -563,10 +498,7 @@ class AtanhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -574,11 +506,10 @@ class AtanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / (1 - v * v),)
 
 
@@ -597,17 +528,11 @@ class CeilBackward0(Node):
 class CopysignBackward0(Node):
     """Backward of copysign: grad_a = g * copysign_ratio(a, out, g), grad_b = zeros_like_grad(g), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
@@ -616,7 +541,7 @@ class CopysignBackward0(Node):
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -634,15 +559,9 @@ class CopysignBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
         self.out = out
@@ -660,13 +579,16 @@ class CopysignBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter.item() != self.out_version:
+            if out is None or graph or self.out_counter.value != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -681,17 +603,11 @@ class CopysignBackward0(Node):
 class CopysignBackward1(Node):
     """Backward of copysign: grad_a = g * copysign_ratio(a, out, g), grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
@@ -700,7 +616,7 @@ class CopysignBackward1(Node):
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -718,15 +634,9 @@ class CopysignBackward1(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
         self.out = out
@@ -744,13 +654,16 @@ class CopysignBackward1(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter.item() != self.out_version:
+            if out is None or graph or self.out_counter.value != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -765,15 +678,11 @@ class CopysignBackward1(Node):
 class CosBackward0(Node):
     """Backward of cos: grad_input = g * -np.sin(v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -791,10 +700,7 @@ class CosBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -802,28 +708,23 @@ class CosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -np_sin(v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * -np_sin(v),)
 
 
 class CoshBackward0(Node):
     """Backward of cosh: grad_input = g * np.sinh(v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -841,10 +742,7 @@ class CoshBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -852,13 +750,12 @@ class CoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_sinh(v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * np_sinh(v),)
 
 
@@ -876,16 +773,12 @@ class Deg2RadBackward0(Node):
 class DigammaBackward0(Node):
     """Backward of digamma: grad_input = g * polygamma_any(1, v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
     polygamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -903,10 +796,7 @@ class DigammaBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -914,34 +804,27 @@ class DigammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.polygamma_any(1, v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * self.polygamma_any(1, v),)
 
 
 class DivBackward0(Node):
     """Backward of div: grad_a = g / b, grad_b = -g * a / (b * b), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -959,15 +842,9 @@ class DivBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -981,27 +858,36 @@ class DivBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g / b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = -g * a / (b * b)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1011,15 +897,11 @@ class DivBackward0(Node):
 class ErfBackward0(Node):
     """Backward of erf: grad_input = g * (1.1283791670955126 * np.exp(-(v * v))) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1037,10 +919,7 @@ class ErfBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1048,28 +927,23 @@ class ErfBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (1.1283791670955126 * np_exp(-(v * v))), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * (1.1283791670955126 * np_exp(-(v * v))),)
 
 
 class ErfcBackward0(Node):
     """Backward of erfc: grad_input = g * (-1.1283791670955126 * np.exp(-(v * v))) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1087,10 +961,7 @@ class ErfcBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1098,13 +969,12 @@ class ErfcBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (-1.1283791670955126 * np_exp(-(v * v))), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * (-1.1283791670955126 * np_exp(-(v * v))),)
 
 
@@ -1143,7 +1013,7 @@ class ErfinvBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (0.886226925452758 * np_exp(v * v)), out=g),)
@@ -1187,7 +1057,7 @@ class Exp2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * 0.6931471805599453), out=g),)
@@ -1231,7 +1101,7 @@ class ExpBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, v, out=g),)
@@ -1275,7 +1145,7 @@ class Expm1Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v + 1), out=g),)
@@ -1299,24 +1169,18 @@ class FloorBackward0(Node):
 class HypotBackward0(Node):
     """Backward of hypot: grad_a = g * a / out, grad_b = g * b / out, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
     out_counter: VersionCounter
     out_version: int
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1334,15 +1198,9 @@ class HypotBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
         self.out = out
@@ -1360,26 +1218,32 @@ class HypotBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter.item() != self.out_version:
+            if out is None or graph or self.out_counter.value != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * a / out
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             out = self.out
-            if out is None or graph or self.out_counter.item() != self.out_version:
+            if out is None or graph or self.out_counter.value != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             gb = g * b / out
             if gb.shape != self.b_shape:
@@ -1390,16 +1254,12 @@ class HypotBackward0(Node):
 class LgammaBackward0(Node):
     """Backward of lgamma: grad_input = g * digamma_any(v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
     digamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1417,10 +1277,7 @@ class LgammaBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1428,28 +1285,23 @@ class LgammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.digamma_any(v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * self.digamma_any(v),)
 
 
 class Log10Backward0(Node):
     """Backward of log10: grad_input = g / (v * 2.302585092994046) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1467,10 +1319,7 @@ class Log10Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1478,26 +1327,21 @@ class Log10Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / (v * 2.302585092994046),)
 
 
 class Log1PBackward0(Node):
     """Backward of log1p: grad_input = g / (v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1515,10 +1359,7 @@ class Log1PBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1526,26 +1367,21 @@ class Log1PBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / (v + 1),)
 
 
 class Log2Backward0(Node):
     """Backward of log2: grad_input = g / (v * 0.6931471805599453) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1563,10 +1399,7 @@ class Log2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1574,26 +1407,21 @@ class Log2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / (v * 0.6931471805599453),)
 
 
 class LogBackward0(Node):
     """Backward of log: grad_input = g / v (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1611,10 +1439,7 @@ class LogBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1622,33 +1447,26 @@ class LogBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g / v,)
 
 
 class Logaddexp2Backward0(Node):
     """Backward of logaddexp2: grad_a = g * sigmoid_any((a - b) * 0.6931471805599453), grad_b = g * sigmoid_any((b - a) * 0.6931471805599453), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1666,15 +1484,9 @@ class Logaddexp2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1688,33 +1500,45 @@ class Logaddexp2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g * self.sigmoid_any((a - b) * 0.6931471805599453)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * self.sigmoid_any((b - a) * 0.6931471805599453)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1724,22 +1548,16 @@ class Logaddexp2Backward0(Node):
 class LogaddexpBackward0(Node):
     """Backward of logaddexp: grad_a = g * sigmoid_any(a - b), grad_b = g * sigmoid_any(b - a), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1757,15 +1575,9 @@ class LogaddexpBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1779,33 +1591,45 @@ class LogaddexpBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g * self.sigmoid_any(a - b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * self.sigmoid_any(b - a)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1815,24 +1639,18 @@ class LogaddexpBackward0(Node):
 class MaximumBackward0(Node):
     """Backward of maximum: grad_a = g * tie_weight(a, b, g, less), grad_b = g * tie_weight(b, a, g, less), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1850,15 +1668,9 @@ class MaximumBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1872,33 +1684,45 @@ class MaximumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g * self.tie_weight(a, b, g, self.less)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * self.tie_weight(b, a, g, self.less)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1908,24 +1732,18 @@ class MaximumBackward0(Node):
 class MinimumBackward0(Node):
     """Backward of minimum: grad_a = g * tie_weight(a, b, g, greater), grad_b = g * tie_weight(b, a, g, greater), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1943,15 +1761,9 @@ class MinimumBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -1965,33 +1777,45 @@ class MinimumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g * self.tie_weight(a, b, g, self.greater)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * self.tie_weight(b, a, g, self.greater)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2001,21 +1825,15 @@ class MinimumBackward0(Node):
 class MulBackward0(Node):
     """Backward of mul: grad_a = g * b, grad_b = g * a, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2033,15 +1851,9 @@ class MulBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2055,21 +1867,27 @@ class MulBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g * b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * a
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2133,7 +1951,7 @@ class ReciprocalBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -(v * v), out=g),)
@@ -2177,7 +1995,7 @@ class ReluBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v != 0), out=g),)
@@ -2233,7 +2051,7 @@ class RsqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v * v * -0.5), out=g),)
@@ -2277,7 +2095,7 @@ class SigmoidBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * (1 - v)), out=g),)
@@ -2301,15 +2119,11 @@ class SignBackward0(Node):
 class SinBackward0(Node):
     """Backward of sin: grad_input = g * np.cos(v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2327,10 +2141,7 @@ class SinBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2338,29 +2149,24 @@ class SinBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_cos(v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * np_cos(v),)
 
 
 class SincBackward0(Node):
     """Backward of sinc: grad_input = g * sinc_derivative(v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
     sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2378,10 +2184,7 @@ class SincBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2389,28 +2192,23 @@ class SincBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.sinc_derivative(v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * self.sinc_derivative(v),)
 
 
 class SinhBackward0(Node):
     """Backward of sinh: grad_input = g * np.cosh(v) (v = saved input)."""
 
-    __slots__ = ("saved", "counter", "version", "saved_grad_fn", "saved_output_nr")
-    saved: SavedInput  # the input's array
-    counter: VersionCounter  # the input's version counter
+    __slots__ = ("saved", "version")
+    saved: SavedInput
     version: int
-    saved_grad_fn: Node | None  # the input's place in the graph
-    saved_output_nr: int
 
-    def __init__(self, saved: SavedInput, counter: VersionCounter, version: int,
-                 saved_grad_fn: Node | None = None, saved_output_nr: int = 0) -> None:
+    def __init__(self, saved: SavedInput, version: int) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2428,10 +2226,7 @@ class SinhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
-        self.counter = counter
         self.version = version
-        self.saved_grad_fn = saved_grad_fn
-        self.saved_output_nr = saved_output_nr
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2439,13 +2234,12 @@ class SinhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
-            v = s
+        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
+            v = s._data
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_cosh(v), out=g),)
         else:
-            v = unpack_input(self, s, self.counter, self.version, self.saved_grad_fn, self.saved_output_nr,
-                             g.__class__ is Tensor)
+            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
         return (g * np_cosh(v),)
 
 
@@ -2484,7 +2278,7 @@ class SqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
         else:
             v = unpack_output(self, s, self.counter, self.version, g.__class__ is Tensor)
@@ -2494,21 +2288,15 @@ class SqrtBackward0(Node):
 class SubBackward0(Node):
     """Backward of sub: grad_a = g, grad_b = -g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2526,15 +2314,9 @@ class SubBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2592,7 +2374,7 @@ class TanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v + 1), out=g),)
@@ -2636,7 +2418,7 @@ class TanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.item() == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (1 - v * v), out=g),)
@@ -2660,23 +2442,17 @@ class TruncBackward0(Node):
 class XlogyBackward0(Node):
     """Backward of xlogy: grad_a = g * xlogy_any((a != 0) | (b > 0), b), grad_b = g * a / b, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2694,15 +2470,9 @@ class XlogyBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2716,33 +2486,45 @@ class XlogyBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = g * self.xlogy_any((a != 0) | (b > 0), b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * a / b
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2752,23 +2534,17 @@ class XlogyBackward0(Node):
 class XlogyBackward1(Node):
     """Backward of xlogy: grad_a = g, grad_b = g * a / b, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2786,15 +2562,9 @@ class XlogyBackward1(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2812,17 +2582,23 @@ class XlogyBackward1(Node):
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             gb = g * a / b
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2832,23 +2608,17 @@ class XlogyBackward1(Node):
 class XlogyBackward2(Node):
     """Backward of xlogy: grad_a = number_grad(g, a, b), grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_counter', 'a_version', 'a_grad_fn', 'a_output_nr', 'b', 'b_counter', 'b_version', 'b_grad_fn', 'b_output_nr', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_counter: VersionCounter | None
     a_version: int
-    a_grad_fn: Node | None
-    a_output_nr: int
     b: SavedInputOperand
-    b_counter: VersionCounter | None
     b_version: int
-    b_grad_fn: Node | None
-    b_output_nr: int
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: int, a_grad_fn: Node | None, a_output_nr: int, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: int, b_grad_fn: Node | None, b_output_nr: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2866,15 +2636,9 @@ class XlogyBackward2(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
-        self.a_counter = a_counter
         self.a_version = a_version
-        self.a_grad_fn = a_grad_fn
-        self.a_output_nr = a_output_nr
         self.b = b
-        self.b_counter = b_counter
         self.b_version = b_version
-        self.b_grad_fn = b_grad_fn
-        self.b_output_nr = b_output_nr
         self.a_shape = a_shape
         self.b_shape = b_shape
 
@@ -2888,17 +2652,23 @@ class XlogyBackward2(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if (vc := self.a_counter) is not None:
-                if a is None or graph or vc.item() != self.a_version:
-                    a = unpack_input(self, a, vc, self.a_version, self.a_grad_fn, self.a_output_nr, graph)
+            c = a.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
+                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
+                    a = unpack_input(self, a, self.a_version, graph)
+                else:
+                    a = a._data
             elif a is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             b: Any = self.b
-            if (vc := self.b_counter) is not None:
-                if b is None or graph or vc.item() != self.b_version:
-                    b = unpack_input(self, b, vc, self.b_version, self.b_grad_fn, self.b_output_nr, graph)
+            c = b.__class__
+            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
+                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
+                    b = unpack_input(self, b, self.b_version, graph)
+                else:
+                    b = b._data
             elif b is None:
-                raise RuntimeError(FREED)
+                unpack_input(self, None, 0, graph)
             ga = self.number_grad(g, a, b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)

@@ -33,7 +33,7 @@ from ..autograd.backward_call import StepCall, check_backward_awaited
 from ..autograd.backward_call import pending as _backward_pending
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.accumulate import accumulate_into_grad, grad_lock
-from ..autograd.graph import RemovableHandle
+from ..autograd.graph import RemovableHandle, VersionCounter
 from ..tensor import Tensor
 from ._inplace import scalar, step_state
 
@@ -233,7 +233,7 @@ class Optimizer:
                     p._grad = None
                 elif g.grad_fn is None and g._data.flags.writeable:
                     g._data[...] = 0
-                    g._version_counter[0] += 1
+                    g._version_counter.value += 1
                 else:
                     p._grad = Tensor._wrap(np.zeros_like(g._data), g._device)
 
@@ -503,7 +503,8 @@ def _private_copy(p: Tensor, g: Tensor | None) -> Tensor:
     c = Tensor._wrap(arr, p._device)
     c._requires_grad = p._requires_grad
     c._grad = g
-    c._version_counter = p._version_counter.copy()  # a counter of its own, at p's version
+    vc = c._version_counter = VersionCounter()
+    vc.value = p._version_counter.value
     return c
 
 
@@ -521,7 +522,7 @@ def _copy_state(state: dict[str, Any], like: np.ndarray) -> dict[str, Any]:
 
 
 def _bump(p: Tensor) -> None:
-    p._version_counter[0] += 1
+    p._version_counter.value += 1
 
 
 def _check_lr(lr: Any) -> None:
