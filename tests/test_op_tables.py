@@ -237,3 +237,18 @@ def test_saved_inputs_are_released_after_backward() -> None:
     assert z.grad_fn.saved is None and z.grad_fn.next_functions[0][0].a is None
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         ag.backward_sync(z.sum())
+
+
+def test_a_pointwise_operator_is_the_op_itself_and_still_defers_to_the_other_operand() -> None:
+    # NOTE [Own operator form]: no wrapper between ``a * b`` and the op's body
+    assert ag.Tensor.__mul__.__code__ is ag.mul.__code__ and ag.Tensor.__mul__ is not ag.mul
+    assert ag.Tensor.__add__.__code__ is ag.add.__code__
+
+    class Other:
+        def __rmul__(self, x: object) -> str:
+            return "deferred"
+
+    x = ag.tensor([1.0, 2.0], requires_grad=True)
+    assert x * Other() == "deferred"
+    with pytest.raises(TypeError, match="argument 'other' \\(position 2\\) must be Tensor, not Other"):
+        ag.mul(x, Other())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import pickle
 
+import numpy as np
 import pytest
 
 import aiograd as ag
@@ -45,3 +46,15 @@ def test_deepcopy_copies_a_leafs_grad_and_refuses_a_non_leaf() -> None:
         copy.deepcopy(x * 2)
     model = copy.deepcopy(ag.nn.Linear(2, 2))
     assert isinstance(model.weight, ag.nn.Parameter)
+
+
+def test_new_tensor_sets_every_slot_as_init_tensor_does() -> None:
+    # NOTE [One tensor initializer]: new_tensor writes _init_tensor's stores out
+    from aiograd.tensor import Tensor, new_tensor
+
+    data = np.zeros(3)
+    made = new_tensor(data, ag.device("cpu"))
+    wrapped = Tensor._wrap(data, ag.device("cpu"))
+    for slot in Tensor.__slots__:
+        if slot != "__weakref__":
+            assert getattr(made, slot) is getattr(wrapped, slot), slot

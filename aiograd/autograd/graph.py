@@ -568,6 +568,12 @@ class GraphRoot(Node):
 # (No ``__getattr__`` on Node for defaults: it makes every attribute read of every
 # node, the engine's included, about three times slower.)
 
+# NOTE [Leaf sink lookup]: a leaf that requires grad keeps a weak reference to its
+# AccumulateGrad (``Tensor._get_grad_accumulator`` makes one when there is none);
+# ``link_one``/``link_pair`` read that reference themselves and call the method only to
+# make one, which saves a Python call per leaf operand (``h * w`` with ``w`` a parameter
+# records one per op).
+
 
 _new_edge = tuple.__new__  # builds an Edge without NamedTuple's Python-level __new__ (record's hot path)
 
@@ -607,8 +613,9 @@ def link(node: Node, edges: "Sequence[Edge | None]", out: "Tensor") -> None:
 def link_one(node: Node, x: "Tensor", out: "Tensor") -> None:
     """``link(node, [edge_to(x)], out)`` without the list: the op has one input, ``x``, which requires grad."""
     fn = x.grad_fn
-    if fn is None:
-        fn = x._get_grad_accumulator()
+    if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+        if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+            fn = x._get_grad_accumulator()
         node.next0_nr = 0
     else:
         node.next0_nr = x._output_nr
@@ -631,8 +638,9 @@ def link_pair(node: Node, a: "Tensor | None", b: "Tensor | None", out: "Tensor")
     topo = 0
     if a is not None:
         fn = a.grad_fn
-        if fn is None:
-            fn = a._get_grad_accumulator()
+        if fn is None:  # NOTE [Leaf sink lookup]
+            if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                fn = a._get_grad_accumulator()
             node.next0_nr = 0
         else:
             node.next0_nr = a._output_nr
@@ -640,8 +648,9 @@ def link_pair(node: Node, a: "Tensor | None", b: "Tensor | None", out: "Tensor")
         topo = fn.topological_nr + 1
     if b is not None:
         fn = b.grad_fn
-        if fn is None:
-            fn = b._get_grad_accumulator()
+        if fn is None:  # NOTE [Leaf sink lookup]
+            if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                fn = b._get_grad_accumulator()
             node.next1_nr = 0
         else:
             node.next1_nr = b._output_nr

@@ -48,6 +48,7 @@ from ._common import (
     _NUMBERS,
     as_tensor_operand,
     broadcast_shapes,
+    is_operand,
     common_device,
     grad_enabled,
     operand_error,
@@ -346,41 +347,58 @@ def make_binary(
 
     scale = alpha
 
-    def forward(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
-        if alpha != 1:
-            if scale is None:
-                raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
-            other = scale(other, alpha)
-        if input.__class__ is Tensor:
-            ad = input._data
-            oc = other.__class__
-            if oc is Tensor:
-                bd = other._data
-                dt = ad.dtype
-                if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
-                    res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
-                    if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
+    def make_forward(operator: bool) -> Callable[..., Any]:
+        # NOTE [Own operator form]: one body, two closures: the op (``operator`` False) and its
+        # Tensor operator (``__mul__``), which returns NotImplemented for a non-operand instead
+        # of raising (what ``dunder`` in _common.py does as a wrapper: one Python call more per
+        # ``a * b``). The operator form takes ``alpha`` too; Python never passes it.
+        def forward(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
+            if alpha != 1:
+                if scale is None:
+                    raise TypeError(f"{name}() got an unexpected keyword argument 'alpha'")
+                other = scale(other, alpha)
+            if input.__class__ is Tensor:
+                ad = input._data
+                oc = other.__class__
+                if oc is Tensor:
+                    bd = other._data
+                    dt = ad.dtype
+                    if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
+                        res = kernel(ad, bd) if ad.shape == bd.shape else _broadcasting(kernel, ad, bd)
+                        if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
+                            res = np.asarray(res)
+                        out = new_tensor(res, input._device)
+                        ra = input._requires_grad
+                        rb = other._requires_grad
+                        if (ra or rb) and grad_enabled():
+                            node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
+                            link_pair(node, input if ra else None, other if rb else None, out)
+                        return out
+                elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
+                    res = kernel(ad, other)
+                    if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:
                         res = np.asarray(res)
                     out = new_tensor(res, input._device)
-                    ra = input._requires_grad
-                    rb = other._requires_grad
-                    if (ra or rb) and grad_enabled():
-                        node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
-                        link_pair(node, input if ra else None, other if rb else None, out)
+                    if input._requires_grad and grad_enabled():
+                        link_pair(make_node(input, other, True, False, ad.shape, (), out), input, None, out)
                     return out
-            elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
-                res = kernel(ad, other)
-                if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:
-                    res = np.asarray(res)
-                out = new_tensor(res, input._device)
-                if input._requires_grad and grad_enabled():
-                    link_pair(make_node(input, other, True, False, ad.shape, (), out), input, None, out)
-                return out
-        return general(input, other)
+            if operator and not is_operand(other):
+                return NotImplemented
+            return general(input, other)
 
+        return forward
+
+    def make_operator() -> Callable[..., Any]:
+        """A Tensor operator method of this op (the op table names it, NOTE [Own operator form])."""
+        method = make_forward(True)
+        method.__signature__ = inspect.signature(_plain_binary)  # type: ignore[attr-defined]
+        return method
+
+    forward = make_forward(False)
     if scale is None:  # what inspect (and the stub generator) shows: no alpha keyword
         forward.__signature__ = inspect.signature(_plain_binary)  # type: ignore[attr-defined]
     _name(forward, name, doc or f"Elementwise {name} with broadcasting, differentiable.", module)
+    forward.make_operator = make_operator  # type: ignore[attr-defined]
     return forward, node_cls
 
 

@@ -183,7 +183,8 @@ BINARY_DUNDERS = frozenset(
 
 def _operator(fn: Callable[..., Any], name: str, reflected: bool) -> Callable[..., Any]:
     if name in BINARY_DUNDERS:
-        method = dunder(fn, reflected)
+        make = getattr(fn, "make_operator", None)  # a pointwise op's own operator form (NOTE [Own operator form])
+        method = make() if make is not None and not reflected else dunder(fn, reflected)
     elif reflected:
 
         def method(self: Any, other: Any) -> Any:
