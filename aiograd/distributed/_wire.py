@@ -238,15 +238,16 @@ class _PickledFunction:
 
     __slots__ = ("fn", "blob", "code", "defaults", "kwdefaults", "cells", "names", "values", "attrs", "modules")
 
-    def __init__(self, fn: types.FunctionType, names: tuple[str, ...]) -> None:
+    def __init__(self, fn: types.FunctionType, names: tuple[str, ...], values: tuple[Any, ...],
+                 cells: tuple[Any, ...]) -> None:
+        """``values``: the globals ``names`` as ``fn`` reads them now (``_ABSENT`` for one not yet set)."""
         self.fn = fn
         self.code = fn.__code__
         self.defaults = fn.__defaults__
         self.kwdefaults = fn.__kwdefaults__
-        self.cells = tuple(c.cell_contents for c in fn.__closure__ or ())
+        self.cells = cells
         self.names = names
-        g = fn.__globals__
-        self.values = tuple(g.get(n, _ABSENT) for n in names)
+        self.values = values
         self.attrs = (fn.__name__, fn.__qualname__, fn.__module__, fn.__doc__, fn.__annotations__)
         self.modules = len(sys.modules)  # a submodule imported since is pickled with the function
         self.blob = cloudpickle.dumps(fn, protocol=5)
@@ -262,12 +263,13 @@ class _PickledFunction:
             return None
         names = tuple(cloudpickle.cloudpickle._extract_code_globals(fn.__code__))
         g = fn.__globals__
-        values = [g[n] for n in names if n in g]
+        values = tuple(g.get(n, _ABSENT) for n in names)
         kwdefaults = tuple((fn.__kwdefaults__ or {}).items())
         annotations = tuple(fn.__annotations__.items())
-        if not all(_stable(v) for v in (*values, *cells, fn.__defaults__, kwdefaults, annotations)):
+        if not all(_stable(v) for v in (*(v for v in values if v is not _ABSENT), *cells, fn.__defaults__,
+                                        kwdefaults, annotations)):
             return None
-        entry = cls(fn, names)
+        entry = cls(fn, names, values, cells)
         if len(_pickled_functions) >= _CACHE_SIZE:
             _pickled_functions.clear()
         _pickled_functions[id(fn)] = entry
