@@ -94,8 +94,3 @@ def __getattr__(name: str) -> Any:
     if module is not None:  # (Tensor.backward comes here: sys.modules first, importlib the first time)
         return getattr(sys.modules.get(module) or importlib.import_module(module), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """The module's names, those bound on first use included (tab completion, ``dir``)."""
-    return sorted({*globals(), *_LATE})
