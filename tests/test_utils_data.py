@@ -53,11 +53,15 @@ def worker_threads() -> list[threading.Thread]:
 def no_leftover_workers() -> Iterator[None]:
     """Every test leaves no DataLoader thread behind (iterators end, are dropped, or are cancelled)."""
     yield
-    if worker_threads():
-        gc.collect()  # slow on a large heap: only when some iterator may be waiting for it
+    # An iterator dropped in a reference cycle (one left by an error: the exception's
+    # traceback holds the iterator's frame and the test's ExceptionInfo holds the
+    # exception) stops its threads when the collector frees it. The runner may still
+    # hold the test's coroutine at the first collection, so collect again while waiting
+    # (each is slow on a large heap: only while some thread is left).
     deadline = time.monotonic() + 5
     while worker_threads() and time.monotonic() < deadline:
-        time.sleep(0.01)
+        gc.collect()
+        time.sleep(0.05)
     assert worker_threads() == []
 
 
