@@ -19,7 +19,8 @@ import pytest
 
 import aiograd as ag
 from aiograd.autograd import executors
-from aiograd.autograd.blas_threads import AdaptiveThreads, MachineLoad
+from aiograd.autograd.blas_threads import (WORKER_NICE_ENV_VAR, AdaptiveThreads, BlasWorkers, MachineLoad,
+                                           worker_nice_by_env)
 
 
 class FakeClock:
@@ -291,13 +292,17 @@ def test_a_child_forked_during_a_wide_job_starts_narrow(driven: list[tuple[float
     _due()
     executors._adaptive.before_job()  # as a job starting on this thread
     assert executors._adaptive.is_wide() and ag.get_num_threads() > narrow
+    found = executors._workers.done
+    executors._workers.done = True  # the parent found its BLAS workers (NOTE [BLAS workers yield])
     try:
         pid = os.fork()
         if pid == 0:  # the child: never return into pytest
             ok = not executors._adaptive.is_wide() and ag.get_num_threads() == narrow
+            ok = ok and not executors._workers.done  # its workers are new threads: looked for again
             os._exit(0 if ok else 1)
         _, status = os.waitpid(pid, 0)
     finally:
+        executors._workers.done = found
         executors._adaptive.after_job()
     assert os.waitstatus_to_exitcode(status) == 0
     assert ag.get_num_threads() == narrow
@@ -313,3 +318,155 @@ def test_every_blas_node_name_names_a_node_class() -> None:
             yield from subclasses(sub)
 
     assert executors.BLAS_NODES <= {cls.__name__ for cls in subclasses(Node)}
+
+
+# ----- NOTE [BLAS workers yield] -------------------------------------------------------
+
+
+class FakeThreads:
+    """Foreign threads with CPU clocks a test advances by hand, and the renices asked for."""
+
+    def __init__(self, tids: list[int]) -> None:
+        self.cpu = {t: 0.0 for t in tids}
+        self.reniced: list[tuple[int, int]] = []
+
+    def workers(self, clock: FakeClock) -> BlasWorkers:
+        return BlasWorkers(None, lambda: list(self.cpu), self.cpu.__getitem__,
+                           lambda tid, step: self.reniced.append((tid, step)), clock)
+
+
+def test_the_threads_that_worked_during_a_wide_job_are_lowered_once() -> None:
+    clock, fake = FakeClock(), FakeThreads([11, 12, 13])
+    w = fake.workers(clock)
+    w.done = False  # as on Linux
+    w.watch()
+    clock.now += 0.010
+    fake.cpu[12] += 0.006  # a BLAS worker took its share of the kernel
+    fake.cpu[13] += 0.0001  # another library's thread woke briefly
+    w.check()
+    assert fake.reniced == [(12, BlasWorkers.nice_step)] and w.done and w.lowered == [12]
+
+
+def test_a_job_too_short_or_run_on_one_thread_decides_nothing() -> None:
+    clock, fake = FakeClock(), FakeThreads([11])
+    w = fake.workers(clock)
+    w.done = False
+    w.watch()
+    clock.now += BlasWorkers.min_job_s / 2
+    fake.cpu[11] += BlasWorkers.min_job_s / 2
+    w.check()  # too short to tell the share from clock noise
+    w.watch()
+    clock.now += 0.010  # a small product: BLAS ran it on the calling thread alone
+    w.check()
+    assert fake.reniced == [] and not w.done
+    w.check()  # without a watch: nothing to compare
+    assert not w.done
+
+
+def test_the_sizing_looks_for_the_workers_once_a_period_until_found() -> None:
+    clock, fake = FakeClock(), FakeThreads([11])
+    looks: list[str] = []
+
+    class Counted(BlasWorkers):
+        def watch(self) -> None:
+            looks.append("watch")
+            super().watch()
+
+        def check(self) -> None:
+            looks.append("check")
+            super().check()
+
+    w = Counted(None, lambda: list(fake.cpu), fake.cpu.__getitem__,
+                lambda tid, step: fake.reniced.append((tid, step)), clock)
+    w.done = False
+    a = AdaptiveThreads(lambda n: None, lambda: (0.0, 0.0), clock, workers=w)
+    a.configure(True, 1, 2)
+    a.before_job()
+    clock.now += 0.010  # the kernel ran on one thread
+    a.after_job()
+    a.before_job()  # same period: no second look
+    a.after_job()
+    assert looks == ["watch", "check", "check"] and not w.done
+    clock.now += a.period_s
+    a.before_job()
+    fake.cpu[11] += 0.005
+    clock.now += 0.010
+    a.after_job()
+    assert w.done and fake.reniced == [(11, BlasWorkers.nice_step)]
+    clock.now += a.period_s
+    looks.clear()
+    a.before_job()
+    a.after_job()
+    assert looks == ["check"]  # found: no more watching (check without a watch does nothing)
+
+
+@pytest.mark.parametrize(("value", "step"), [(None, 10), ("0", 0), ("19", 19), (" 5 ", 5)])
+def test_the_workers_priority_step_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                             value: str | None, step: int) -> None:
+    if value is None:
+        monkeypatch.delenv(WORKER_NICE_ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(WORKER_NICE_ENV_VAR, value)
+    assert worker_nice_by_env() == step
+
+
+@pytest.mark.parametrize("value", ["-1", "20", "low"])
+def test_a_bad_workers_priority_step_is_refused_in_words(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(WORKER_NICE_ENV_VAR, value)
+    with pytest.raises(ValueError, match="AIOGRAD_BLAS_WORKER_NICE must be an integer from 0 to 19"):
+        worker_nice_by_env()
+
+
+def test_the_workers_are_left_alone_where_narrow_jobs_use_them_too() -> None:
+    clock, fake = FakeClock(), FakeThreads([11])
+    w = fake.workers(clock)
+    w.done = False
+    a = AdaptiveThreads(lambda n: None, lambda: (0.0, 0.0), clock, workers=w)
+    a.configure(True, 3, 4)  # 5 cores: narrow kernels run on 3 threads, 2 of them workers
+    a.before_job()
+    fake.cpu[11] += 0.005
+    clock.now += 0.010
+    a.after_job()
+    assert fake.reniced == [] and not w.done
+
+
+WORKERS_PROBE = """
+import asyncio, json, os, threading
+import numpy as np
+import aiograd as ag
+from aiograd.autograd import executors
+executors._adaptive._read = lambda: (0.0, 0.0)  # an idle machine, whatever the test machine's load
+executors._BlasThreads.default = staticmethod(lambda: 1)  # narrow kernels on one thread, as on 2 cores
+a = np.random.rand(512, 784).astype(np.float32)
+b = np.random.rand(784, 512).astype(np.float32)
+
+async def main():
+    for _ in range(20):
+        executors._adaptive._next = 0.0
+        await ag.offload(lambda: a @ b)
+        if executors._workers.done:
+            break
+    python = {t.native_id: t.name for t in threading.enumerate()}
+    nice = {int(t): os.getpriority(os.PRIO_PROCESS, int(t)) for t in os.listdir("/proc/self/task")}
+    print(json.dumps({"lowered": executors._workers.lowered,
+                      "python": {python[t]: n for t, n in nice.items() if t in python},
+                      "foreign": {str(t): n for t, n in nice.items() if t not in python}}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities are read from Linux's /proc")
+def test_the_blas_workers_of_a_real_process_run_below_its_python_threads() -> None:
+    if executors.available_cores() < 2:
+        pytest.fail("this test needs 2 cores (CI has them)")
+    env = {k: v for k, v in os.environ.items() if k not in (executors.ENV_VAR, *executors.BLAS_ENV_VARS)}
+    root = str(Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    out = subprocess.run([sys.executable, "-c", WORKERS_PROBE], env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    seen = json.loads(out)
+    assert seen["lowered"], seen  # the product at two threads showed its worker
+    base = seen["python"]["MainThread"]
+    assert all(seen["foreign"][str(t)] == base + BlasWorkers.nice_step for t in seen["lowered"]), seen
+    assert set(seen["python"].values()) == {base}, seen  # the loop and the executor keep their priority

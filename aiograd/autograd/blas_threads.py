@@ -38,6 +38,10 @@ two-thread product), taking a core from whoever else wants it. A busy
 neighbour shows in the next reading and the jobs stay narrow; at worst one
 period runs wide beside it.
 
+The BLAS library's workers run below the process's priority while they
+help a wide job (NOTE [BLAS workers yield]), so that they only take cores
+nobody else asks for.
+
 Off where the load cannot be read (no ``/proc/stat``: not Linux), where the
 user chose a size (``set_num_threads``, AIOGRAD_NUM_THREADS, a BLAS
 environment variable), and with AIOGRAD_ADAPTIVE_THREADS=0.
@@ -46,11 +50,12 @@ environment variable), and with AIOGRAD_ADAPTIVE_THREADS=0.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from typing import Any, Callable
 
-__all__ = ["AdaptiveThreads", "MachineLoad", "ADAPTIVE_ENV_VAR"]
+__all__ = ["AdaptiveThreads", "BlasWorkers", "MachineLoad", "ADAPTIVE_ENV_VAR", "WORKER_NICE_ENV_VAR"]
 
 ADAPTIVE_ENV_VAR = "AIOGRAD_ADAPTIVE_THREADS"
 
@@ -141,6 +146,126 @@ class MachineLoad:
         return other, loop
 
 
+WORKER_NICE_ENV_VAR = "AIOGRAD_BLAS_WORKER_NICE"
+
+
+def worker_nice_by_env() -> int:
+    """How far below the process the BLAS workers run (NOTE [BLAS workers yield]): 10, or
+    AIOGRAD_BLAS_WORKER_NICE (0 leaves them at the process's priority)."""
+    env = os.environ.get(WORKER_NICE_ENV_VAR, "").strip()
+    if not env:
+        return BlasWorkers.nice_step
+    if not env.isdigit() or int(env) > 19:
+        raise ValueError(f"{WORKER_NICE_ENV_VAR} must be an integer from 0 to 19, got {env!r}")
+    return int(env)
+
+
+def _thread_cpu_of(tid: int) -> float:
+    """CPU seconds of thread ``tid`` of this process (Linux: the per-thread CPU clock of a kernel thread id,
+    the clock ``pthread_getcpuclockid`` returns for a pthread, built from the id as glibc builds it)."""
+    return time.clock_gettime((~tid << 3) | 6)
+
+
+def _foreign_threads() -> list[int]:
+    """Kernel ids of this process's threads that Python did not start (a native library's pools)."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return []
+    known = {t.native_id for t in threading.enumerate()}
+    return [t for t in tids if t not in known]
+
+
+class BlasWorkers:
+    """Finds the BLAS library's worker threads during a wide job and lowers their priority.
+
+    NOTE [BLAS workers yield]: a wide job's kernel runs on the executor thread and on the
+    BLAS library's own workers. The workers only get work while jobs run wide, that is while
+    the machine had cores to spare (NOTE [Adaptive BLAS threads]); they should take spare
+    cores only. At the default priority, a request that wakes the loop during a wide kernel
+    (or during the spin OpenBLAS's workers keep up after one) shares a core with a worker
+    for a scheduler slice: that was the quiet server's /health tail (issue 19). So the
+    workers run ``nice_step`` above the process's niceness: the loop preempts them at
+    once, and an idle machine still gives them its cores. The executor thread, which runs
+    the narrow kernels and the first share of a wide one, keeps its priority, so a busy
+    machine (where jobs stay narrow) sees no change.
+
+    Only where the narrow size is one thread (a 2-core machine, or as many executors as
+    cores less one): a narrow kernel then runs on its calling thread alone, and the workers
+    work for wide jobs only. With a narrow size above one, the workers also run the narrow
+    kernels, beside a busy neighbour too, and a lowered worker would stall those (a
+    kernel waits for its slowest thread): they are left alone there.
+
+    Which threads are the workers: those Python did not start whose CPU clock advanced by
+    at least ``share`` of a wide job's time during it. Checked around one wide job a
+    period until found (a small product runs on one thread and shows none); once per
+    process (a forked child starts looking again: its workers are new threads).
+    Linux only; a thread this cannot renice is left as it is.
+    """
+
+    nice_step = 10
+    share = 0.25
+    min_job_s = 0.0005  # shorter jobs cannot show a worker's share above clock noise
+
+    def __init__(self, nice_step: int | None = None, threads: Callable[[], list[int]] = _foreign_threads,
+                 cpu_of: Callable[[int], float] = _thread_cpu_of,
+                 renice: Callable[[int, int], None] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        if nice_step is not None:
+            self.nice_step = nice_step
+        self._threads, self._cpu_of, self._clock = threads, cpu_of, clock
+        self._renice = renice or self._setpriority
+        self.lowered: list[int] = []
+        self.done = not sys.platform.startswith("linux")
+        self._start: tuple[float, dict[int, float]] | None = None
+
+    @staticmethod
+    def _setpriority(tid: int, step: int) -> None:
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, 0) + step)
+
+    def reset(self) -> None:
+        """In a forked child: the workers are new threads, not yet found."""
+        self.lowered = []
+        self.done = not sys.platform.startswith("linux")
+        self._start = None
+
+    def watch(self) -> None:
+        """Before a wide job: note the foreign threads' CPU clocks."""
+        clocks = {}
+        for tid in self._threads():
+            try:
+                clocks[tid] = self._cpu_of(tid)
+            except OSError:  # the thread ended
+                pass
+        self._start = (self._clock(), clocks)
+
+    def check(self) -> None:
+        """After that job: lower the threads that worked during it, if the job was long enough to tell."""
+        start, self._start = self._start, None
+        if start is None:
+            return
+        t0, clocks = start
+        elapsed = self._clock() - t0
+        if elapsed < self.min_job_s:
+            return
+        workers = []
+        for tid, c0 in clocks.items():
+            try:
+                if self._cpu_of(tid) - c0 >= self.share * elapsed:
+                    workers.append(tid)
+            except OSError:
+                pass
+        if not workers:
+            return
+        for tid in workers:
+            try:
+                self._renice(tid, self.nice_step)
+            except OSError:  # not permitted, or the thread ended
+                continue
+            self.lowered.append(tid)
+        self.done = True
+
+
 class AdaptiveThreads:
     """Sizes BLAS narrow or wide before each executor job (NOTE [Adaptive BLAS threads]).
 
@@ -156,8 +281,11 @@ class AdaptiveThreads:
 
     def __init__(self, set_threads: Callable[[int], None], read: Callable[[], tuple[float, float] | None],
                  clock: Callable[[], float] = time.perf_counter,
-                 untouched: Callable[[], bool] = lambda: True) -> None:
-        """``untouched()``: no size was set from outside since (a BLAS variable, a threadpoolctl limit)."""
+                 untouched: Callable[[], bool] = lambda: True, workers: BlasWorkers | None = None) -> None:
+        """``untouched()``: no size was set from outside since (a BLAS variable, a threadpoolctl limit);
+        ``workers``: lowers the BLAS workers' priority (NOTE [BLAS workers yield]), None: left alone."""
+        self.workers = workers
+        self._look = False  # this wide job is the period's look for the workers
         self._set_threads = set_threads
         self._untouched = untouched
         self._read = read
@@ -193,13 +321,21 @@ class AdaptiveThreads:
                     self._next = now + self.period_s
                     self.load = self._read()
                     self.widen = self.decide(self.load) == self.wide
+                    # only where narrow jobs use no worker at all (NOTE [BLAS workers yield])
+                    self._look = self.workers is not None and not self.workers.done and self.narrow == 1
         if self.widen and self.current != self.wide and self._untouched():
             self._apply(self.wide)
+            if self._look:
+                self._look = False
+                assert self.workers is not None
+                self.workers.watch()
 
     def after_job(self) -> None:
         """Called on an executor thread after each job: back to narrow (NOTE [Adaptive BLAS threads])."""
         if self.current != self.narrow and self.active:
             self._apply(self.narrow)
+            if self.workers is not None:
+                self.workers.check()
 
     def is_wide(self) -> bool:
         """Whether an executor job runs with wide BLAS now (the loop's BLAS calls would wait for it)."""

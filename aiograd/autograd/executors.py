@@ -43,7 +43,7 @@ import threadpoolctl
 
 from .. import _aio
 from ..device import CPU, Device
-from .blas_threads import AdaptiveThreads, MachineLoad, adaptive_enabled_by_env
+from .blas_threads import AdaptiveThreads, BlasWorkers, MachineLoad, adaptive_enabled_by_env, worker_nice_by_env
 from .ready_queue import ReadyQueue
 from . import accumulate, monitor
 
@@ -206,6 +206,7 @@ def _reset_after_fork() -> None:
     _thread_state.executor = False  # the forking thread may have been an executor's: here it is the main one
     _blas._lock = threading.Lock()
     _adaptive._lock = threading.Lock()
+    _workers.reset()
     _adaptive.after_job()  # forked during a wide job: the child starts narrow (NOTE [Adaptive BLAS threads])
     _machine.watch(threading.get_ident())
     accumulate._GRAD_LOCKS = tuple(threading.Lock() for _ in accumulate._GRAD_LOCKS)
@@ -583,7 +584,9 @@ def _setter(lib: Any) -> Callable[[int], Any]:
 
 _blas = _BlasThreads()
 _machine = MachineLoad()
-_adaptive = AdaptiveThreads(_blas.set_fast, _machine.read, untouched=_blas.untouched)
+_workers = BlasWorkers(worker_nice_by_env())
+_adaptive = AdaptiveThreads(_blas.set_fast, _machine.read, untouched=_blas.untouched,
+                            workers=_workers if _workers.nice_step else None)
 
 
 def _check_threads(n: Any) -> int:
