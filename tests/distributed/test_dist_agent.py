@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import sys
 import threading
 import time
@@ -181,3 +183,26 @@ async def test_concurrent_calls_each_get_a_thread() -> None:
     values = [v if finished else await v for finished, v in results]
     assert sorted(values) == [0, 1, 2] and len(threads.threads) == 3
     threads.close()
+
+
+async def test_calls_in_a_row_reuse_one_thread_and_close_ends_it_with_its_pipe(roomy_waits: None) -> None:
+    # NOTE [Waking a call thread]: a thread sleeps on a pipe of its own and goes back to the idle stack.
+    threads = _Threads(asyncio.get_running_loop())
+
+    def name() -> str:
+        return threading.current_thread().name
+
+    seen = set()
+    for _ in range(20):
+        finished, value = threads.run(name, name.__code__)
+        seen.add(value if finished else await value)
+    assert len(seen) == 1 and len(threads.threads) == 1
+    t = threads.threads[0]
+    fds = (t.read_fd, t.write_fd)
+    threads.close()
+    assert not t.thread.is_alive() and not threads.threads
+    for fd in fds:  # closed (or, reused meanwhile by another thread of this process, no longer its pipe)
+        try:
+            assert not stat.S_ISFIFO(os.fstat(fd).st_mode)
+        except OSError:
+            pass
