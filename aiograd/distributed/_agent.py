@@ -12,8 +12,8 @@ NOTE [Deadlines and lost workers]: every request has a deadline (its
 ``timeout``, else ``rpc_timeout``) and races the departure of its target:
 Dask's worker-removal events (the scheduler's ``remove-worker`` event on the
 driver, the scheduler plugin's broadcast on workers) resolve a per-address
-future that every pending request to that address waits on beside the reply,
-and a broken connection is the same news. Either way the request fails at
+future that later requests check, and stop every pending request to that
+address (NOTE [One deadline timer]); a broken connection is the same news. Either way the request fails at
 once with ``WorkerLostError`` naming the worker, never a hang.
 """
 
@@ -251,8 +251,21 @@ def _settle(job: _Job) -> None:
     job.value = job.error = None
 
 
-def _on_lost(stop: Callable[[str], None], _: Any) -> None:
-    stop("lost")
+class _Waiting:
+    """A request waiting for its reply (NOTE [One deadline timer])."""
+
+    __slots__ = ("task", "address", "deadline", "why")
+
+    def __init__(self, task: "asyncio.Task[Any]", address: str, deadline: float) -> None:
+        self.task = task
+        self.address = address
+        self.deadline = deadline  # on the loop's clock
+        self.why: str | None = None  # "deadline" or "lost", once this agent cancelled the task
+
+    def stop(self, why: str) -> None:
+        if self.why is None:
+            self.why = why
+            self.task.cancel()
 
 
 def _uncancel(task: "asyncio.Task[Any]") -> bool:
@@ -303,6 +316,9 @@ class Agent:
         self.traffic = {"messages": 0, "bytes_out": 0, "bytes_in": 0, "messages_in": 0}
         self.local_state: dict[str, Any] = {}  # dist.worker_local's values (NOTE [Functions sent by value])
         self._lost: dict[str, asyncio.Future[None]] = {}  # NOTE [Deadlines and lost workers]
+        self._waiting: dict[int, _Waiting] = {}  # requests waiting for their reply (NOTE [One deadline timer])
+        self._sweep: asyncio.TimerHandle | None = None
+        self._sweep_at = float("inf")
         self._unresponsive: set[str] = set()  # addresses whose last request ran past its deadline
         self._prefix = secrets.randbits(31) << 32
         self._counter = itertools.count(1)
@@ -459,6 +475,25 @@ class Agent:
         return address
 
     # ----- requests out ------------------------------------------------------------------
+    def _arm_sweep(self, when: float) -> None:
+        if self._sweep is not None and not self._waiting:  # (a request still waiting keeps its deadline)
+            self._sweep.cancel()
+        self._sweep_at = when
+        self._sweep = self.loop.call_at(when, self._sweep_deadlines)
+
+    def _sweep_deadlines(self) -> None:
+        """Stop the requests past their deadline; wake again at the earliest one left (NOTE [One deadline timer])."""
+        self._sweep, self._sweep_at = None, float("inf")
+        now = self.loop.time()
+        earliest = float("inf")
+        for waiting in list(self._waiting.values()):
+            if waiting.deadline <= now:
+                waiting.stop("deadline")
+            elif waiting.why is None and waiting.deadline < earliest:
+                earliest = waiting.deadline
+        if earliest != float("inf"):
+            self._arm_sweep(earliest)
+
     def _lost_future(self, address: str) -> "asyncio.Future[None]":
         fut = self._lost.get(address)
         if fut is None:
@@ -478,35 +513,33 @@ class Agent:
         # cancellation is turned into the error here (and taken back with ``uncancel``,
         # Python >= 3.11, so that an enclosing ``asyncio.timeout`` or TaskGroup still counts
         # right). A task of its own per request cost a Task and a loop iteration per call.
-        task = asyncio.current_task()
+        # NOTE [One deadline timer]: the request waits in ``self._waiting``, which one timer
+        # of the agent sweeps at the earliest deadline, and which ``peer_lost`` searches for
+        # the departed address: no timer, callback or closure per request (3 µs of a small
+        # call, in one process at load 2).
+        task = asyncio.current_task(self.loop)  # (given the loop: no getpid() call before Python 3.12)
         assert task is not None
-        why: list[str] = []
-
-        def stop(reason: str) -> None:
-            if not why:
-                why.append(reason)
-                task.cancel()
-
-        timer = self.loop.call_later(limit, stop, "deadline")
-        on_lost = functools.partial(_on_lost, stop)
-        lost.add_done_callback(on_lost)
+        waiting = _Waiting(task, address, self.loop.time() + limit)
+        key = id(waiting)
+        self._waiting[key] = waiting
+        if waiting.deadline < self._sweep_at:
+            self._arm_sweep(waiting.deadline)
         try:
             reply = await getattr(self.pool(address), op)(**msg)
         except asyncio.CancelledError:
-            if not why or _uncancel(task):
+            if waiting.why is None or _uncancel(task):
                 raise  # the caller was cancelled (the call was, with it)
         except OSError as e:  # CommClosedError, refused or reset connections
-            if not why:
+            if waiting.why is None:
                 raise WorkerLostError(name, f"the connection to it broke ({type(e).__name__}: {e})") from None
             _uncancel(task)  # our cancellation, turned into a closed comm on its way through Dask
         else:
-            # (a task whose cancellation was requested gets no result at this await: ``why`` is empty)
+            # (a task whose cancellation was requested gets no result at this await: ``why`` is None)
             self._unresponsive.discard(address)
             return reply
         finally:
-            timer.cancel()
-            lost.remove_done_callback(on_lost)
-        if why[0] == "lost" or lost.done():
+            del self._waiting[key]
+        if waiting.why == "lost" or lost.done():
             raise WorkerLostError(name, "it left the cluster")
         self._unresponsive.add(address)  # NOTE [Releasing past a failed peer]
         raise TimeoutError(f"RPC to {name} ({op}) ran for more than the set timeout ({limit:g} s)")
@@ -778,6 +811,9 @@ class Agent:
         fut = self._lost_future(address)
         if not fut.done():
             fut.set_result(None)
+        for waiting in list(self._waiting.values()):
+            if waiting.address == address:
+                waiting.stop("lost")
         for n, a in list(self.directory.items()):
             if a == address:
                 del self.directory[n]
@@ -819,4 +855,7 @@ class Agent:
             t.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        if self._sweep is not None and not self._waiting:  # (a request still waiting keeps its deadline)
+            self._sweep.cancel()
+            self._sweep, self._sweep_at = None, float("inf")
         self._threads.close()
