@@ -85,6 +85,27 @@ async def test_a_departure_fails_the_request_at_once() -> None:
     await agent.close()
 
 
+async def test_one_timer_keeps_every_deadline_and_a_departure_stops_only_its_address() -> None:
+    # NOTE [One deadline timer]: a later request with an earlier deadline re-arms the sweep.
+    agent = _agent_with(_Pool(10.0))
+    agent.names["tcp://v"] = "worker1"
+    t0 = time.monotonic()
+    slow = asyncio.ensure_future(agent.request("tcp://w", "aiograd_call", timeout=0.6))
+    fast = asyncio.ensure_future(agent.request("tcp://w", "aiograd_call", timeout=0.1))
+    other = asyncio.ensure_future(agent.request("tcp://v", "aiograd_call", timeout=5.0))
+    with pytest.raises(TimeoutError, match=r"\(0.1 s\)"):
+        await fast
+    assert 0.05 < time.monotonic() - t0 < 0.5 and not slow.done()
+    with pytest.raises(TimeoutError, match=r"\(0.6 s\)"):
+        await slow
+    assert 0.5 < time.monotonic() - t0 and not other.done()
+    agent.peer_lost("tcp://v")
+    with pytest.raises(WorkerLostError, match="worker1"):
+        await other
+    assert not agent._waiting
+    await agent.close()
+
+
 async def test_cancelling_the_caller_cancels_the_request() -> None:
     pool = _Pool(10.0)
     agent = _agent_with(pool)
