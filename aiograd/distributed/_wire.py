@@ -196,18 +196,19 @@ def _dispatch_table() -> dict[Any, Any]:
 _REF_KINDS = (types.FunctionType, types.BuiltinFunctionType, type)
 _by_reference: dict[int, Any] = {}  # id -> the object (kept alive, so its id is not reused)
 _by_reference_for: frozenset[str] = frozenset()
+_NO_MODULES: frozenset[str] = frozenset()
 _by_reference_lock = threading.Lock()
 
 
 def _refresh_by_reference() -> frozenset[str]:
     """The modules that travel by value now; the cache is emptied when they changed (once per message)."""
     global _by_reference, _by_reference_for
-    by_value = frozenset(getattr(cloudpickle.cloudpickle, "_PICKLE_BY_VALUE_MODULES", ()))
-    if by_value != _by_reference_for:
+    now = getattr(cloudpickle.cloudpickle, "_PICKLE_BY_VALUE_MODULES", _NO_MODULES)
+    if now != _by_reference_for:  # (a set compares equal to a frozenset of the same names: no copy per message)
         with _by_reference_lock:
-            _by_reference, _by_reference_for = {}, by_value
+            _by_reference, _by_reference_for = {}, frozenset(now)
             _pickled_functions.clear()  # NOTE [Functions pickled once]: what travels by value changed
-    return by_value
+    return _by_reference_for
 
 
 def _reduce_by_reference(pickler: "_Pickler", obj: Any) -> Any:
@@ -406,7 +407,12 @@ class Payload:
     def nbytes(self) -> int:
         n = self._nbytes
         if n < 0:
-            n = self._nbytes = sum(memoryview(f).nbytes for f in self.frames)
+            frames = self.frames
+            if len(frames) == 1 and frames[0].__class__ is bytes:  # a small message: one bytes object
+                n = len(frames[0])
+            else:
+                n = sum(memoryview(f).nbytes for f in frames)
+            self._nbytes = n
         return n
 
 
@@ -426,14 +432,17 @@ def encode(value: Any, with_grad: bool) -> tuple[Payload, list[Tensor]]:
 def to_wire(payload: Payload) -> Any:
     """What a Dask message carries for ``payload``: its bytes inline when small, else its frames."""
     if payload.nbytes <= INLINE_BYTES:
-        if len(payload.frames) == 1:
-            return bytes(payload.frames[0])  # the common case: one bytes object, the cheapest to write
+        if len(payload.frames) == 1:  # the common case: one bytes object, the cheapest to write
+            frame = payload.frames[0]
+            return frame if frame.__class__ is bytes else bytes(frame)
         return [bytes(f) for f in payload.frames]
     return to_serialize(payload)
 
 
 def from_wire(obj: Any) -> Payload:
     """The Payload a Dask message carried (see ``to_wire``)."""
+    if obj.__class__ is bytes:  # most messages
+        return Payload([obj])
     if isinstance(obj, Payload):
         return obj
     return Payload([obj] if isinstance(obj, (bytes, bytearray, memoryview)) else list(obj))
