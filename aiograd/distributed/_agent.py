@@ -74,18 +74,24 @@ class _Job:
 class _CallThread:
     """One thread of ``_Threads``, woken through its own pipe (NOTE [Waking a call thread])."""
 
-    __slots__ = ("pool", "job", "read_fd", "write_fd", "thread")
+    __slots__ = ("pool", "job", "stopping", "read_fd", "write_fd", "thread")
 
     def __init__(self, pool: "_Threads", index: int) -> None:
         self.pool = pool
         self.job: _Job | None = None
+        self.stopping = False
         self.read_fd, self.write_fd = os.pipe()
         self.thread = threading.Thread(target=self._serve, name=f"aiograd-dist-call-{index}", daemon=True)
 
-    def hand(self, job: _Job | None) -> None:
-        """Give this (idle) thread ``job`` to run, or None to stop it."""
+    def hand(self, job: _Job) -> None:
+        """Give this (idle) thread ``job`` to run."""
         self.job = job
         os.write(self.write_fd, b"\0")  # the GIL is let go before the thread is woken
+
+    def stop(self) -> None:
+        """End the thread once the call it may be running (or was just handed) has returned."""
+        self.stopping = True
+        os.write(self.write_fd, b"\0")
 
     def _serve(self) -> None:
         pool = self.pool
@@ -94,7 +100,9 @@ class _CallThread:
                 os.read(self.read_fd, 1)
                 job, self.job = self.job, None
                 if job is None:
-                    return
+                    if self.stopping:
+                        return
+                    continue
                 pool.serve(job, self)
                 del job  # its result is the caller's now, not this thread's to keep
         finally:
@@ -141,6 +149,8 @@ class _Threads:
     and 2 switches through a pipe (one process, the shared 2-core machine
     at load 1.8). A thread that finishes its call puts itself back on the
     idle stack before it hands the result over, so the next call finds it.
+    Each thread holds the two ends of its pipe (closed when it stops): as
+    many threads as calls ever ran at once, each kept for the next calls.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -233,7 +243,7 @@ class _Threads:
         threads, self.threads = self.threads, []
         self.idle.clear()
         for t in threads:
-            t.hand(None)  # a thread closes its pipe only after this, its last wake-up
+            t.stop()  # a thread closes its pipe only after this, its last wake-up
         deadline = time.monotonic() + 0.5
         for t in threads:
             t.thread.join(max(0.0, deadline - time.monotonic()))

@@ -227,3 +227,11 @@ async def test_calls_in_a_row_reuse_one_thread_and_close_ends_it_with_its_pipe(r
             assert not stat.S_ISFIFO(os.fstat(fd).st_mode)
         except OSError:
             pass
+
+
+async def test_closing_lets_a_call_just_handed_over_finish() -> None:
+    threads = _Threads(asyncio.get_running_loop())
+    finished, fut = threads.run(lambda: _work(0.05), None)  # handed over, not waited on
+    threads.close()  # its stop comes after the call, never instead of it
+    assert not finished and await asyncio.wait_for(fut, 5) == 0.05
+    assert not threads.threads
