@@ -13,8 +13,9 @@ NOTE [Deadlines and lost workers]: every request has a deadline (its
 Dask's worker-removal events (the scheduler's ``remove-worker`` event on the
 driver, the scheduler plugin's broadcast on workers) resolve a per-address
 future that later requests check, and stop every pending request to that
-address (NOTE [One deadline timer]); a broken connection is the same news. Either way the request fails at
-once with ``WorkerLostError`` naming the worker, never a hang.
+address (NOTE [One deadline timer]); a broken connection is the same news.
+Either way the request fails at once with ``WorkerLostError`` naming the
+worker, never a hang.
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ class _Threads:
             try:
                 self.loop.call_soon_threadsafe(_settle, job)
             except RuntimeError:
-                pass  # the loop is closed: nobody waits any more
+                pass  # the loop is closed: nobody waits any more (the thread waits for ``close``, its pipe open)
         else:
             assert job.done is not None
             job.done.release()
