@@ -105,12 +105,18 @@ def worker_local(key: str, factory: Callable[[], Any]) -> Any:
 
 
 async def _rpc(
-    to: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None, timeout: float | None
+    to: str, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any] | None, timeout: float | None,
+    on_asyncio: bool = False,
 ) -> Any:
-    require_asyncio("dist.rpc_async")
+    """The call itself; ``on_asyncio``: the caller already saw an asyncio loop running this thread."""
+    if not on_asyncio:
+        require_asyncio("dist.rpc_async")
     agent = current_agent()
-    address = await agent.resolve(to)
-    return await agent.call(address, func, tuple(args), dict(kwargs or {}), ctx=current_context(), timeout=timeout)
+    address = agent.known_address(to) if isinstance(to, str) else None
+    if address is None:
+        address = await agent.resolve(to)
+    return await agent.call(address, func, tuple(args), dict(kwargs) if kwargs else {}, ctx=current_context(),
+                            timeout=timeout)
 
 
 class Future:
@@ -160,6 +166,8 @@ def rpc_async(
     ``rpc_timeout``) bounds the call: past it, ``TimeoutError``.
     """
     _warn_if_it_assigns_globals(func)
+    if running_loop_kind() == "asyncio":  # asked once per call: on Python < 3.12 each ask is a getpid() system call
+        return _rpc(to, func, args, kwargs, timeout, on_asyncio=True)
     return _async_anywhere("dist.rpc_async", _rpc(to, func, args, kwargs, timeout))
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
 import sys
 import threading
 import time
@@ -80,6 +82,27 @@ async def test_a_departure_fails_the_request_at_once() -> None:
     assert time.monotonic() - t0 < 5
     with pytest.raises(WorkerLostError, match="left the cluster"):  # and the next one before it is sent
         await agent.request("tcp://w", "aiograd_call")
+    await agent.close()
+
+
+async def test_one_timer_keeps_every_deadline_and_a_departure_stops_only_its_address() -> None:
+    # NOTE [One deadline timer]: a later request with an earlier deadline re-arms the sweep.
+    agent = _agent_with(_Pool(10.0))
+    agent.names["tcp://v"] = "worker1"
+    t0 = time.monotonic()
+    slow = asyncio.ensure_future(agent.request("tcp://w", "aiograd_call", timeout=0.6))
+    fast = asyncio.ensure_future(agent.request("tcp://w", "aiograd_call", timeout=0.1))
+    other = asyncio.ensure_future(agent.request("tcp://v", "aiograd_call", timeout=5.0))
+    with pytest.raises(TimeoutError, match=r"\(0.1 s\)"):
+        await fast
+    assert 0.05 < time.monotonic() - t0 < 0.5 and not slow.done()
+    with pytest.raises(TimeoutError, match=r"\(0.6 s\)"):
+        await slow
+    assert 0.5 < time.monotonic() - t0 and not other.done()
+    agent.peer_lost("tcp://v")
+    with pytest.raises(WorkerLostError, match="worker1"):
+        await other
+    assert not agent._waiting
     await agent.close()
 
 
@@ -181,3 +204,34 @@ async def test_concurrent_calls_each_get_a_thread() -> None:
     values = [v if finished else await v for finished, v in results]
     assert sorted(values) == [0, 1, 2] and len(threads.threads) == 3
     threads.close()
+
+
+async def test_calls_in_a_row_reuse_one_thread_and_close_ends_it_with_its_pipe(roomy_waits: None) -> None:
+    # NOTE [Waking a call thread]: a thread sleeps on a pipe of its own and goes back to the idle stack.
+    threads = _Threads(asyncio.get_running_loop())
+
+    def name() -> str:
+        return threading.current_thread().name
+
+    seen = set()
+    for _ in range(20):
+        finished, value = threads.run(name, name.__code__)
+        seen.add(value if finished else await value)
+    assert len(seen) == 1 and len(threads.threads) == 1
+    t = threads.threads[0]
+    fds = (t.read_fd, t.write_fd)
+    threads.close()
+    assert not t.thread.is_alive() and not threads.threads
+    for fd in fds:  # closed (or, reused meanwhile by another thread of this process, no longer its pipe)
+        try:
+            assert not stat.S_ISFIFO(os.fstat(fd).st_mode)
+        except OSError:
+            pass
+
+
+async def test_closing_lets_a_call_just_handed_over_finish() -> None:
+    threads = _Threads(asyncio.get_running_loop())
+    finished, fut = threads.run(lambda: _work(0.05), None)  # handed over, not waited on
+    threads.close()  # its stop comes after the call, never instead of it
+    assert not finished and await asyncio.wait_for(fut, 5) == 0.05
+    assert not threads.threads
