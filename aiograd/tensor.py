@@ -36,7 +36,8 @@ from ._memory_format import (
     memory_format,
     preserve_format,
 )
-from .autograd.graph import AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter
+from .autograd.graph import (AccumulateGrad, Edge, Node, RemovableHandle, VersionCounter, bump_version,
+                             new_version_counter, version_value)
 from ._sparse import SparseCOO, sparse_coo, strided
 from .device import CPU, Device, DeviceLike
 from ._size import Size
@@ -244,11 +245,13 @@ class Tensor(_TensorMethods):
 
         NOTE [Lazy version counter]: most results of ops are never saved, viewed or
         changed in place, so the counter is made when first asked for (``_vc`` is None
-        until then, which reads as version 0). Code on the per-op path reads ``_vc``.
+        until then, which reads as version 0): by a save, a view, or an in-place change.
+        Code on the per-op path reads ``_vc``. The counter is a bytearray (NOTE [Version
+        counters] in autograd/graph.py).
         """
         vc = self._vc
         if vc is None:
-            vc = self._vc = VersionCounter()
+            vc = self._vc = new_version_counter()  # NOTE [Version counters] in autograd/graph.py
         return vc
 
     @_version_counter.setter
@@ -257,8 +260,16 @@ class Tensor(_TensorMethods):
 
     @property
     def _version(self) -> int:
+        """How many in-place changes this tensor (and the views sharing its counter) has seen."""
         vc = self._vc
-        return 0 if vc is None else vc.value
+        return 0 if vc is None else version_value(vc)
+
+    def _bump_version(self) -> None:
+        """Count one in-place change of this tensor's data (torch's ``bump_version``)."""
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = new_version_counter()
+        bump_version(vc)
 
     @property
     def requires_grad(self) -> bool:

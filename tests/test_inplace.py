@@ -4,6 +4,7 @@ writes through views, and plain writes when nothing requires grad."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable
 
 import numpy as np
@@ -83,6 +84,34 @@ def test_views_share_the_version_counter_and_see_writes() -> None:
     assert x.numpy()[1].tolist() == [1.0] * 4 and col.numpy()[1] == 1.0
     x[0, ::2] = 7.0
     assert t.numpy()[2, 0] == 7.0 and row._version == 2
+
+
+def test_the_version_counts_past_a_byte_and_a_saved_intermediate_sees_it() -> None:
+    # NOTE [Version counters] (autograd/graph.py): an untracked bytearray, bumped with a carry;
+    # a pointwise node keeps the saved intermediate's counter, not the Tensor (NOTE [Saved inputs])
+    w = leaf([0.5, 1.0])
+    z = (w * w).sin()  # SinBackward0 saves the product: its array, counter and snapshot
+    counter = z.grad_fn.counter
+    assert isinstance(counter, bytearray) and not gc.is_tracked(counter)
+    x = ag.tensor([1.0])
+    x._version_counter = counter  # as a view of the product would share it
+    for _ in range(300):
+        x.add_(1.0)
+    assert x._version == 300 and isinstance(x._version, int)
+    with pytest.raises(RuntimeError, match=r"saved by SinBackward0, is at version 300; expected version 0 instead"):
+        ag.backward_sync(z.sum())
+
+
+def test_a_view_of_a_saved_intermediate_changed_in_place_fails_the_backward() -> None:
+    w = leaf([0.5, 1.0])
+    h = w * 2.0
+    z = ag.cos(h)  # saves h's array and counter; h itself may die
+    v = h[0:1]
+    del h
+    v.mul_(3.0)
+    with pytest.raises(RuntimeError, match=r"\[float64 \[2\]\], which is saved by CosBackward0, is at version 1; "
+                                           r"expected version 0"):
+        ag.backward_sync(z.sum())
 
 
 def test_dtype_and_shape_rules() -> None:

@@ -4,6 +4,8 @@ Tensor member; typed Node constructors (NOTE [Typed nodes])."""
 
 from __future__ import annotations
 
+import gc
+
 import ast
 import inspect
 import sys
@@ -222,9 +224,10 @@ def test_recorded_ops_keep_only_shape_and_dtype_of_their_output() -> None:
     assert node.grad_shape == (2,) and node.more_metadata == ()  # graph.py NOTE [Gradient metadata]
     meta = node.input_metadata[0]
     assert meta.shape == (2,) and meta.dtype == np.float32 and meta.device == x.device
-    assert y._vc is None  # no version counter until viewed or changed (NOTE [Lazy version counter])
-    z = y.cos()  # CosBackward0 saves its input as the Tensor itself (NOTE [Saved inputs])
-    assert z.grad_fn.saved is y and z.grad_fn.version == 0 and y._vc is None
+    assert y._vc is None  # no version counter until saved, viewed or changed (NOTE [Lazy version counter])
+    z = y.cos()  # CosBackward0 saves its input's array, counter and version (NOTE [Saved inputs])
+    assert z.grad_fn.saved is y._data and z.grad_fn.counter is y._vc and y._version == 0
+    assert z.grad_fn.version == bytes(8) and not gc.is_tracked(y._vc)
     y[0] = 3.0  # an in-place change makes the counter and moves it
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         ag.backward_sync(z.sum())

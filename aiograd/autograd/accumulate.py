@@ -69,7 +69,7 @@ def accumulate_into_grad(variable: Tensor, g: Any, owned: bool) -> None:
             variable._grad = Tensor._wrap(arr, variable._device)
         elif old.grad_fn is None and old._data.flags.writeable:
             np.add(old._data, g, out=old._data, casting="unsafe")
-            old._version_counter.value += 1
+            old._bump_version()
         else:
             variable._grad = Tensor._wrap(old._data + g, variable._device)
 

@@ -224,7 +224,7 @@ class CheckpointBackward(Node):
             key = (id(e[0]), e[1])
             s = sinks.get(key)
             if s is None:
-                s = sinks[key] = _Sink(e[0].input_metadata[e[1]])
+                s = sinks[key] = _sink(Edge(e[0], e[1]))
             return _full_edge(s, 0)
 
         roots = []
@@ -238,7 +238,7 @@ class CheckpointBackward(Node):
         for e in self.boundary:
             key = (id(e[0]), e[1])
             # an edge the recomputation did not reach gets a sink of its own: captured as None
-            outputs.append(_full_edge(sinks[key] if key in sinks else _Sink(e[0].input_metadata[e[1]]), 0))
+            outputs.append(_full_edge(sinks[key] if key in sinks else _sink(Edge(e[0], e[1])), 0))
         try:
             # With create_graph the gradients' own graph runs through the recomputed nodes:
             # keep their saved tensors, and give them their real edges back afterwards.
@@ -253,14 +253,24 @@ class CheckpointBackward(Node):
 class _Sink(Node):
     """Where the nested pass of a non-reentrant checkpoint captures one boundary gradient."""
 
-    __slots__ = ()
+    __slots__ = ("stands_for",)
+    # the boundary edge it captures, which a cut node's saved input is rebuilt at in a
+    # create_graph pass (NOTE [Saved inputs] in saved.py)
+    stands_for: Edge
 
-    def __init__(self, meta: Any) -> None:
-        super().__init__()
-        self.input_metadata = [meta]
+    def __init__(self, stands_for: Edge) -> None:
+        self._init_node()
+        self.stands_for = stands_for
 
     def apply(self, grads: list[Any]) -> tuple[()]:
         return ()
+
+
+def _sink(e: Edge) -> _Sink:
+    """A sink for the boundary edge ``e``, expecting the gradient that ``e`` carries."""
+    s = _Sink(e)
+    s.input_metadata = [e[0].input_metadata[e[1]]]
+    return s
 
 
 def _full_edge(node: Node, nr: int) -> Edge:

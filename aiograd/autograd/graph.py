@@ -25,7 +25,7 @@ import traceback
 import weakref
 from sys import getrefcount
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple, Sequence, Union
 
 import numpy as np
 
@@ -48,6 +48,11 @@ __all__ = [
     "Edge",
     "NodeHooks",
     "VersionCounter",
+    "Version",
+    "ZERO_VERSION",
+    "new_version_counter",
+    "bump_version",
+    "version_value",
     "InputMetadata",
     "AccumulateGrad",
     "GraphRoot",
@@ -73,14 +78,42 @@ next_sequence_nr = _sequence.__next__
 Shape = tuple[int, ...]
 
 
-class VersionCounter:
-    """Counts in-place modifications; shared between a tensor and its views, and read by
-    saved tensors (NOTE [Saved tensors] in saved.py) to detect a change after they were saved."""
+# NOTE [Version counters]: a tensor's count of in-place changes, shared with its views and
+# read by saved tensors (NOTE [Saved tensors] in saved.py) to detect a change after they
+# were saved, is a plain ``bytearray`` of 8 bytes: the value as a little-endian integer. A
+# plain bytearray is not tracked by the garbage collector (a class instance, a bytearray
+# subclass or an ``array.array`` is) and is cheap to make, so a node can keep a saved
+# intermediate's counter beside its array without keeping the Tensor, and the graph keeps
+# one tracked object per op (NOTE [Cheap recording]). ``new_version_counter()`` makes one
+# at 0 (a copy of a private zero: ~35 ns, where ``bytearray(8)`` parses its argument and
+# takes ~150); ``bump_version`` adds one in place (in-place ops are rare next to
+# recording). A saved version is a snapshot: ``counter.copy()`` (a bytearray that nothing
+# bumps; ``bytes(counter)`` costs three times as much), or the shared ``ZERO_VERSION`` for a
+# counter made at the save, so saving a fresh intermediate copies nothing; the in-place
+# check is ``counter != snapshot``. ``version_value`` reads either as an int
+# (``Tensor._version``, the error message). ``VersionCounter(other)`` makes a counter of
+# its own at ``other``'s value.
+VersionCounter = bytearray
+#: A saved version: a snapshot of a counter (NOTE [Version counters]).
+Version = Union[bytes, bytearray]
+#: The snapshot of a counter that was never bumped.
+ZERO_VERSION: Version = bytes(8)
+#: A new version counter at 0 (NOTE [Version counters]).
+new_version_counter: Callable[[], VersionCounter] = bytearray(8).copy
 
-    __slots__ = ("value",)
 
-    def __init__(self) -> None:
-        self.value = 0
+def bump_version(vc: VersionCounter) -> None:
+    """Count one in-place change in ``vc`` (NOTE [Version counters]): add one, carrying."""
+    i = 0
+    while vc[i] == 255:
+        vc[i] = 0
+        i += 1
+    vc[i] += 1
+
+
+def version_value(vc: Version) -> int:
+    """A counter's (or a snapshot's) value as an int (NOTE [Version counters])."""
+    return int.from_bytes(vc, "little")
 
 
 class Edge(NamedTuple):
@@ -560,11 +593,12 @@ class GraphRoot(Node):
 # full collections (benchmarks/forward.py's "gc paused" row shows how much). So an op
 # leaves as few gc-tracked objects alive as it can: its node alone for an op of one or
 # two inputs (the edges are slots, NOTE [Edges]; the gradient's metadata too, NOTE
-# [Gradient metadata]), plus what it saves (NOTE [Saved inputs] in saved.py: an input
-# Tensor that already exists costs nothing while the user holds it). Temporaries made
-# while recording (an edge list passed to ``link``) die at once and cost the collector
-# nothing. tests/test_graph.py pins the counts (benchmarks/forward.py's gc column
-# shows them). The anomaly trace is read only once some anomaly mode was ever entered.
+# [Gradient metadata]); a pointwise node's saved tensors are arrays, version counters
+# and snapshots, none of them tracked (NOTE [Saved inputs] in saved.py, NOTE [Version
+# counters]), so the intermediate Tensor it saved dies with the next op. Temporaries
+# made while recording (an edge list passed to ``link``) die at once and cost the
+# collector nothing. tests/test_pointwise_nodes.py pins the counts (benchmarks/forward.py's
+# tracked/op column shows them). The anomaly trace is read only once some anomaly mode was ever entered.
 # (No ``__getattr__`` on Node for defaults: it makes every attribute read of every
 # node, the engine's included, about three times slower.)
 

@@ -11,15 +11,24 @@ SavedTensor: the freed check, the in-place check, then the array (or, in a creat
 pass, a Tensor at the same place in the graph). Intermediate Tensor objects die during
 forward.
 
-NOTE [Saved inputs]: a pointwise Node (ops/_pointwise_nodes.py) keeps a saved *input*
-as the Tensor itself with the version its counter had (0 while it has none) instead of a
-SavedTensor: the input Tensor already exists, and a SavedTensor would be one more
-gc-tracked object per op (NOTE [Cheap recording] in graph.py). ``unpack_input`` makes
-the same freed and in-place checks as ``unpack``; a create_graph pass uses the Tensor
-itself. A saved *output* cannot be the Tensor (that would make a cycle: output ->
-grad_fn -> output): a pointwise node keeps the output's array, version counter and
-version as three fields of its own (``unpack_output``), so it makes no SavedTensor
-either; other ops keep a SavedTensor (``save_output``).
+NOTE [Saved inputs]: a pointwise Node (ops/_pointwise_nodes.py) keeps a saved tensor,
+input or output, as three fields of its own: the array, the tensor's version counter and
+the counter's snapshot at save (``saved``/``counter``/``version``, or ``a``/``a_counter``/
+``a_version`` for operand ``a``); an operand that was a Python number is kept as the
+number, with counter None. A version counter is a plain bytearray, which the garbage
+collector does not track (NOTE [Version counters] in graph.py), so saving makes no
+tracked object and keeps no Tensor alive: a chain of ops keeps one tracked object per op,
+its node (NOTE [Cheap recording]). The counter is made at the save when the tensor has
+none yet, with the shared snapshot ``ZERO_VERSION``. Where a SavedTensor keeps
+``grad_fn``/``output_nr``/``leaf``, a saved input needs none of them: they are the node's
+own edge for that input (``next0``/``next0_nr`` for input 0, ``next1``/``next1_nr`` for
+input 1), whose node is the leaf's AccumulateGrad for a leaf that requires grad
+(``variable`` is the leaf, handed back as itself) and None for an input that needs no
+gradient. ``unpack_input`` makes the freed and in-place checks and, in a create_graph
+pass, builds the Tensor at that place in the graph; ``unpack_output`` does the same for
+the op's own output, whose grad_fn is the node. A checkpoint's nested pass cuts edges to
+sinks of its own while it runs (checkpoint.py): a sink names the edge it stands for
+(``stands_for``), and a saved input is rebuilt at that edge.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import numpy as np
 
 from ..device import Device
 from ..tensor import Tensor
-from .graph import VersionCounter
+from .graph import ZERO_VERSION, AccumulateGrad, Version, VersionCounter, new_version_counter, version_value
 
 if TYPE_CHECKING:
     from .graph import Node
@@ -38,12 +47,12 @@ if TYPE_CHECKING:
 __all__ = [
     "FREED",
     "VersionCounter",
+    "Version",
     "SavedTensor",
     "SavedOutput",
     "Saved",
     "SavedOperand",
     "SavedArray",
-    "SavedInput",
     "SavedInputOperand",
     "save",
     "save_output",
@@ -71,7 +80,7 @@ class SavedTensor(NamedTuple):
 
     data: Any  # the ndarray (or SparseCOO) the tensor held at save
     version_counter: VersionCounter  # the tensor's counter, shared with its views
-    version: int  # the counter's value at save: a different value now means "modified in place"
+    version: Version  # the counter's snapshot at save: a different value now means "modified in place"
     grad_fn: "Node | None"  # the tensor's grad_fn; None for a leaf, a constant, or an op's own output
     output_nr: int
     leaf: "Tensor | None"  # the tensor itself when it is a leaf that requires grad
@@ -93,38 +102,51 @@ Saved = Union[SavedTensor, None]
 SavedOperand = Union[SavedTensor, bool, int, float, complex, None]
 #: A Node field holding an array kept for backward only; None once released.
 SavedArray = Union[np.ndarray, None]
-#: A Node field holding a saved input as the Tensor itself (NOTE [Saved inputs]); None once released.
-SavedInput = Union["Tensor", None]
-#: A Node field holding a saved input Tensor or the Python number an operand was (NOTE [Saved inputs]).
-SavedInputOperand = Union["Tensor", bool, int, float, complex, None]
+#: A Node field holding a saved operand's array or the Python number it was (NOTE [Saved inputs]); None once released.
+SavedInputOperand = Union[np.ndarray, bool, int, float, complex, None]
 
 
 def counter_of(t: "Tensor") -> VersionCounter:
     """``t``'s version counter, made now if it has none yet."""
     vc = t._vc
     if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
-        vc = t._vc = VersionCounter()
+        vc = t._vc = new_version_counter()
     return vc
 
 
 def save(t: "Tensor") -> SavedTensor:
     """Remember an input tensor for backward, with its version for the in-place check."""
     fn = t.grad_fn
-    vc = counter_of(t)
-    return _new_saved(SavedTensor, (t._data, vc, vc.value, fn, t._output_nr,
+    vc = t._vc
+    if vc is None:  # NOTE [Version counters]: a new counter's snapshot is the shared zero
+        vc = t._vc = new_version_counter()
+        version = ZERO_VERSION
+    else:
+        version = vc.copy()
+    return _new_saved(SavedTensor, (t._data, vc, version, fn, t._output_nr,
                                     t if (fn is None and t._requires_grad) else None, t._device))
 
 
 def save_output(t: "Tensor") -> SavedTensor:
     """Remember an op's own output for backward (call after ``record``): its grad_fn is the unpacking node."""
-    vc = counter_of(t)
-    return _new_saved(SavedOutput, (t._data, vc, vc.value, None, t._output_nr, None, t._device))
+    vc = t._vc
+    if vc is None:
+        vc = t._vc = new_version_counter()
+        version = ZERO_VERSION
+    else:
+        version = vc.copy()
+    return _new_saved(SavedOutput, (t._data, vc, version, None, t._output_nr, None, t._device))
 
 
-def modified_error(node: "Node", arr: np.ndarray, now: int, saved: int, leaf: bool) -> RuntimeError:
+def modified_error(node: "Node", arr: np.ndarray, now: "VersionCounter | int", saved: "Version | int",
+                   leaf: bool) -> RuntimeError:
     """torch's in-place error. A leaf that requires grad can only have been changed under no_grad,
     which is what an optimizer's ``step()`` does: then the hint points at ``step_async``, which
     never writes an array that a pass in flight saved (NOTE [Step off the loop])."""
+    if not isinstance(now, int):
+        now = version_value(now)
+    if not isinstance(saved, int):
+        saved = version_value(saved)
     if leaf:
         hint = (
             "Hint: it is a leaf that requires grad, changed in place under no_grad after the forward op "
@@ -148,14 +170,14 @@ def unpack(node: "Node", saved: Any, graph: bool) -> Any:
     if saved is None:
         raise RuntimeError(FREED)
     vc = saved.version_counter
-    if vc.value != saved.version:
-        raise modified_error(node, saved.data, vc.value, saved.version, saved.leaf is not None)
+    if vc != saved.version:
+        raise modified_error(node, saved.data, vc, saved.version, saved.leaf is not None)
     if not graph:
         return saved.data
     if saved.leaf is not None:
         return saved.leaf
     r = Tensor._wrap(saved.data, saved.device)
-    r._version_counter = vc
+    r._vc = vc
     # an output saved by save_output has no grad_fn of its own: it is the unpacking node's
     fn = node if saved.__class__ is SavedOutput else saved.grad_fn
     if fn is not None:
@@ -165,29 +187,45 @@ def unpack(node: "Node", saved: Any, graph: bool) -> Any:
     return r
 
 
-def unpack_output(node: "Node", data: Any, counter: VersionCounter, version: int, graph: bool) -> Any:
+def unpack_output(node: "Node", data: Any, counter: VersionCounter, version: Version, graph: bool) -> Any:
     """An op's output kept by its node as three fields (NOTE [Saved inputs]): the array (a Tensor whose
     grad_fn is ``node``, in a create_graph pass), after the freed/in-place checks."""
     if data is None:
         raise RuntimeError(FREED)
-    if counter.value != version:
-        raise modified_error(node, data, counter.value, version, False)
+    if counter != version:
+        raise modified_error(node, data, counter, version, False)
     if not graph:
         return data
     r = Tensor._wrap(data, node.device)
-    r._version_counter = counter
+    r._vc = counter
     r.grad_fn = node
     r._output_nr = 0
     r._requires_grad = True
     return r
 
 
-def unpack_input(node: "Node", x: Any, version: int, graph: bool) -> Any:
-    """A saved input (NOTE [Saved inputs]): its array (the Tensor in a create_graph pass), after
-    the freed/in-place checks."""
-    if x is None:
+def unpack_input(node: "Node", i: int, data: Any, counter: "VersionCounter | None", version: "Version | None",
+                 graph: bool) -> Any:
+    """Input ``i`` of ``node``, kept as three fields (NOTE [Saved inputs]): its array (in a create_graph
+    pass, the Tensor at the place of the node's edge ``i``) after the freed/in-place checks; an operand
+    that was a Python number (``counter`` None) as is."""
+    if data is None:
         raise RuntimeError(FREED)
-    vc = x._vc
-    if vc is not None and vc.value != version:
-        raise modified_error(node, x._data, vc.value, version, x.grad_fn is None and x._requires_grad)
-    return x if graph else x._data
+    if counter is None:
+        return data
+    fn, nr = (node.next0, node.next0_nr) if i == 0 else (node.next1, node.next1_nr)
+    if fn is not None and (cut := getattr(fn, "stands_for", None)) is not None:  # a checkpoint's cut
+        fn, nr = cut
+    if counter != version:
+        raise modified_error(node, data, counter, version or ZERO_VERSION, isinstance(fn, AccumulateGrad))
+    if not graph:
+        return data
+    if isinstance(fn, AccumulateGrad):
+        return fn.variable  # a leaf that requires grad is handed back as itself
+    r = Tensor._wrap(data, node.device)
+    r._vc = counter
+    if fn is not None:
+        r.grad_fn = fn
+        r._output_nr = nr
+        r._requires_grad = True
+    return r

@@ -379,7 +379,7 @@ def instance_norm(
         for stat, rep in ((running_mean, rm), (running_var, rv)):
             if stat is not None and rep is not None and use_input_stats:
                 np.copyto(stat._data, rep._data.reshape(b, c).mean(axis=0), casting="unsafe")
-                stat._version_counter.value += 1
+                stat._bump_version()
     return out.reshape(shape)
 
 
@@ -432,7 +432,7 @@ def _renorm_rows(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: fl
     if big.any():
         r = rows[big]
         w[r] = (w[r] * (max_norm / (norms[big] + 1e-7))[:, None]).astype(w.dtype)
-        weight._version_counter.value += 1
+        weight._bump_version()
 
 
 @_checked

@@ -34,7 +34,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _write(tensor: Tensor, values: Any) -> Tensor:
     with no_grad():
         tensor._data[...] = values
-        tensor._version_counter.value += 1
+        tensor._bump_version()
     return tensor
 
 

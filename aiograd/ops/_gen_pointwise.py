@@ -72,29 +72,24 @@ import numpy as np
 
 from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
 from ..device import CPU
-from ..autograd.saved import SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input, unpack_output
+from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
 '''
 
-# A saved operand: the input Tensor (NOTE [Saved inputs]: its array in an ordinary pass
-# when its version is unchanged, else unpack_input's checks), a Python number as is, or
-# None once released (unpack_input raises the "backward through the graph a second time" error).
+# A saved operand (NOTE [Saved inputs]): its array, counter and version snapshot, or a
+# Python number with counter None; its array is None once released (unpack_input raises
+# the "backward through the graph a second time" error). unpack_input also makes the
+# in-place check's error and, in a create_graph pass, the Tensor at the node's edge {i}.
 _LOAD = """\
             {x}: Any = self.{x}
-            c = {x}.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance({x}, Tensor)):
-                if graph or ((vc := {x}._vc) is not None and vc.value != self.{x}_version):
-                    {x} = unpack_input(self, {x}, self.{x}_version, graph)
-                else:
-                    {x} = {x}._data
-            elif {x} is None:
-                unpack_input(self, None, 0, graph)
+            if {x} is None or graph or (({x}c := self.{x}_counter) is not None and {x}c != self.{x}_version):
+                {x} = unpack_input(self, {i}, {x}, self.{x}_counter, self.{x}_version, graph)
 """
 _LOAD_OUT = """\
             {x}: Any = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
 """
 
@@ -121,29 +116,26 @@ def _unary(spec: dict) -> str:
         f"                return (np_multiply(g, {_code(rule[4:], env)}, out=g),)\n"
         if rule.startswith("g * ") else ""
     )
+    # NOTE [Saved inputs]: the saved input's (or output's) array, version counter and snapshot
+    what = "input" if saves == "input" else "output"
+    fields = (
+        '    __slots__ = ("saved", "counter", "version")\n'
+        f"    saved: SavedArray  # the {what}'s array\n"
+        f"    counter: VersionCounter  # the {what}'s version counter\n"
+        "    version: Version  # its snapshot at save\n"
+    )
+    init = (
+        "    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:\n"
+        + _BASE_INIT
+        + "        self.saved = saved\n"
+        "        self.counter = counter\n"
+        "        self.version = version\n"
+    )
+    fast = ("        if s is not None and g.__class__ is not Tensor and self.counter == self.version:\n"
+            "            v = s\n")
     if saves == "input":
-        fields = '    __slots__ = ("saved", "version")\n    saved: SavedInput\n    version: int\n'
-        init = (
-            "    def __init__(self, saved: SavedInput, version: int) -> None:\n"
-            + _BASE_INIT
-            + "        self.saved = saved\n"
-            "        self.version = version\n"
-        )
-        fast = ("        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):\n"
-                "            v = s._data\n")
-        slow = "            v = unpack_input(self, s, self.version, g.__class__ is Tensor)\n"
+        slow = "            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)\n"
     else:
-        fields = ('    __slots__ = ("saved", "counter", "version")\n    saved: SavedArray  # the output\'s array\n'
-                  "    counter: VersionCounter  # the output's version counter\n    version: int\n")
-        init = (
-            "    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:\n"
-            + _BASE_INIT
-            + "        self.saved = saved\n"
-            "        self.counter = counter\n"
-            "        self.version = version\n"
-        )
-        fast = ("        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:\n"
-                "            v = s\n")
         slow = "            v = unpack_output(self, s, self.counter, self.version, g.__class__ is Tensor)\n"
     return (
         f"class {node}(Node):\n{doc}{fields}" + _env_decls(env, spec["module"]) + "\n" + init + "\n"
@@ -165,7 +157,7 @@ def _binary(spec: dict) -> str:
     declared: set[str] = set()  # locals annotated already (mypy: one annotation per name)
 
     def load(template: str, x: str) -> str:
-        text = template.format(x=x)
+        text = template.format(x=x, i="0" if x == "a" else "1")
         if x in declared:
             text = text.replace(f"{x}: Any = ", f"{x} = ", 1)
         declared.add(x)
@@ -182,11 +174,12 @@ def _binary(spec: dict) -> str:
             f"                {var} = sum_to({var}, self.{shape})\n"
         )
 
-    slots = ["a", "a_version", "b", "b_version", "a_shape", "b_shape"]
+    slots = ["a", "a_counter", "a_version", "b", "b_counter", "b_version", "a_shape", "b_shape"]
     slots += ["out", "out_counter", "out_version"] if uses_out else []
-    ann = {"a": "SavedInputOperand", "a_version": "int", "b": "SavedInputOperand", "b_version": "int",
+    ann = {"a": "SavedInputOperand", "a_counter": "VersionCounter | None", "a_version": "Version | None",
+           "b": "SavedInputOperand", "b_counter": "VersionCounter | None", "b_version": "Version | None",
            "a_shape": "Shape", "b_shape": "Shape", "out": "SavedArray", "out_counter": "VersionCounter",
-           "out_version": "int"}
+           "out_version": "Version"}
     params = ", ".join(f"{s}: {ann[s]}" for s in slots)
     released = ["a", "b"] + (["out"] if uses_out else [])
     return (

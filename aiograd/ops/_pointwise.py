@@ -40,8 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 
 from .._sparse import SparseCOO
-from ..autograd.graph import Node, link_one, link_pair
-from ..autograd.saved import counter_of
+from ..autograd.graph import ZERO_VERSION, Node, link_one, link_pair, new_version_counter
 from . import _pointwise_nodes
 from ..tensor import Tensor, get_default_dtype, new_tensor, tensor
 from ._common import (
@@ -279,12 +278,15 @@ def make_unary(
         if input._requires_grad and grad_enabled():
             if save_none:
                 link_one(node_cls(), input, out)
-            elif save_out:
-                oc = counter_of(out)  # the output's array and version (NOTE [Saved inputs] in autograd/saved.py)
-                link_one(node_cls(out._data, oc, oc.value), input, out)  # type: ignore[call-arg]
-            else:  # the input itself, with its version (NOTE [Saved inputs] in autograd/saved.py)
-                vc = input._vc
-                link_one(node_cls(input, 0 if vc is None else vc.value), input, out)  # type: ignore[call-arg]
+            else:  # the input's (output's) array, counter and version (NOTE [Saved inputs] in autograd/saved.py)
+                t = out if save_out else input
+                vc = t._vc
+                if vc is None:
+                    vc = t._vc = new_version_counter()
+                    version = ZERO_VERSION
+                else:
+                    version = vc.copy()
+                link_one(node_cls(t._data, vc, version), input, out)  # type: ignore[call-arg]
         return out
 
     _name(forward, name, doc or f"Elementwise {name}, differentiable.", module)
@@ -319,15 +321,38 @@ def make_binary(
     uses_out = _uses(da, "out") or _uses(db, "out")
 
     def make_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> Node:
-        # the operands the needed formulas read, saved as themselves (NOTE [Saved inputs] in autograd/saved.py)
-        sa = a if (ra and a_for_a) or (rb and a_for_b) else 0
-        sb = b if (ra and b_for_a) or (rb and b_for_b) else 0
-        va = (0 if (vc := sa._vc) is None else vc.value) if sa.__class__ is Tensor or isinstance(sa, Tensor) else 0
-        vb = (0 if (vc := sb._vc) is None else vc.value) if sb.__class__ is Tensor or isinstance(sb, Tensor) else 0
+        # the operands the needed formulas read: a tensor as its array, counter and version, a
+        # number as itself (NOTE [Saved inputs] in autograd/saved.py); 0 for one not needed
+        sa: Any = 0
+        ca = va = None
+        if (ra and a_for_a) or (rb and a_for_b):
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                sa = a._data
+                ca = a._vc
+                if ca is None:
+                    ca = a._vc = new_version_counter()
+                    va = ZERO_VERSION
+                else:
+                    va = ca.copy()
+            else:
+                sa = a
+        sb: Any = 0
+        cb = vb = None
+        if (ra and b_for_a) or (rb and b_for_b):
+            if b.__class__ is Tensor or isinstance(b, Tensor):
+                sb = b._data
+                cb = b._vc
+                if cb is None:
+                    cb = b._vc = new_version_counter()
+                    vb = ZERO_VERSION
+                else:
+                    vb = cb.copy()
+            else:
+                sb = b
         if uses_out:
-            oc = counter_of(out)
-            return node_cls(sa, va, sb, vb, a_shape, b_shape, out._data, oc, oc.value)  # type: ignore[call-arg]
-        return node_cls(sa, va, sb, vb, a_shape, b_shape)  # type: ignore[call-arg]
+            oc = out._vc = new_version_counter()  # a new tensor: no counter yet
+            return node_cls(sa, ca, va, sb, cb, vb, a_shape, b_shape, out._data, oc, ZERO_VERSION)  # type: ignore[call-arg]
+        return node_cls(sa, ca, va, sb, cb, vb, a_shape, b_shape)  # type: ignore[call-arg]
 
     def general(input: Any, other: Any) -> Tensor:
         if not numbers:  # torch has no overload taking a Python number for this op
@@ -371,7 +396,35 @@ def make_binary(
                         ra = input._requires_grad
                         rb = other._requires_grad
                         if (ra or rb) and grad_enabled():
-                            node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
+                            # make_node written out for two Tensors (NOTE [Saved inputs] in autograd/saved.py):
+                            # one Python call less per op
+                            if (ra and a_for_a) or (rb and a_for_b):
+                                ca = input._vc
+                                if ca is None:
+                                    ca = input._vc = new_version_counter()
+                                    va = ZERO_VERSION
+                                else:
+                                    va = ca.copy()
+                                sa: Any = ad
+                            else:
+                                sa = 0
+                                ca = va = None
+                            if (ra and b_for_a) or (rb and b_for_b):
+                                cb = other._vc
+                                if cb is None:
+                                    cb = other._vc = new_version_counter()
+                                    vb = ZERO_VERSION
+                                else:
+                                    vb = cb.copy()
+                                sb: Any = bd
+                            else:
+                                sb = 0
+                                cb = vb = None
+                            if uses_out:
+                                oc = out._vc = new_version_counter()
+                                node = node_cls(sa, ca, va, sb, cb, vb, ad.shape, bd.shape, res, oc, ZERO_VERSION)  # type: ignore[call-arg]
+                            else:
+                                node = node_cls(sa, ca, va, sb, cb, vb, ad.shape, bd.shape)  # type: ignore[call-arg]
                             link_pair(node, input if ra else None, other if rb else None, out)
                         return out
                 elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
@@ -380,7 +433,25 @@ def make_binary(
                         res = np.asarray(res)
                     out = new_tensor(res, input._device)
                     if input._requires_grad and grad_enabled():
-                        link_pair(make_node(input, other, True, False, ad.shape, (), out), input, None, out)
+                        # make_node written out for a Tensor and a number that needs no gradient
+                        if a_for_a:
+                            ca = input._vc
+                            if ca is None:
+                                ca = input._vc = new_version_counter()
+                                va = ZERO_VERSION
+                            else:
+                                va = ca.copy()
+                            sa = ad
+                        else:
+                            sa = 0
+                            ca = va = None
+                        sb = other if b_for_a else 0
+                        if uses_out:
+                            oc = out._vc = new_version_counter()
+                            node = node_cls(sa, ca, va, sb, None, None, ad.shape, (), res, oc, ZERO_VERSION)  # type: ignore[call-arg]
+                        else:
+                            node = node_cls(sa, ca, va, sb, None, None, ad.shape, ())  # type: ignore[call-arg]
+                        link_pair(node, input, None, out)
                     return out
             if operator and not is_operand(other):
                 return NotImplemented

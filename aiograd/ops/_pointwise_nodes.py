@@ -15,7 +15,7 @@ import numpy as np
 
 from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
 from ..device import CPU
-from ..autograd.saved import SavedArray, SavedInput, SavedInputOperand, VersionCounter, unpack_input, unpack_output
+from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
@@ -88,12 +88,13 @@ __all__ = [
 class AbsBackward0(Node):
     """Backward of abs: grad_input = g * sign_any(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
     sign_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -111,6 +112,7 @@ class AbsBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -119,23 +121,24 @@ class AbsBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.sign_any(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g * self.sign_any(v),)
 
 
 class AcosBackward0(Node):
     """Backward of acos: grad_input = -g / np.sqrt(1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -153,6 +156,7 @@ class AcosBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -161,21 +165,22 @@ class AcosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (-g / np_sqrt(1 - v * v),)
 
 
 class AcoshBackward0(Node):
     """Backward of acosh: grad_input = g / np.sqrt(v * v - 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -193,6 +198,7 @@ class AcoshBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -201,25 +207,27 @@ class AcoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / np_sqrt(v * v - 1),)
 
 
 class AddBackward0(Node):
     """Backward of add: grad_a = g, grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -237,8 +245,10 @@ class AddBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -265,11 +275,12 @@ class AddBackward0(Node):
 class AsinBackward0(Node):
     """Backward of asin: grad_input = g / np.sqrt(1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -287,6 +298,7 @@ class AsinBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -295,21 +307,22 @@ class AsinBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / np_sqrt(1 - v * v),)
 
 
 class AsinhBackward0(Node):
     """Backward of asinh: grad_input = g / np.sqrt(v * v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -327,6 +340,7 @@ class AsinhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -335,26 +349,28 @@ class AsinhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / np_sqrt(v * v + 1),)
 
 
 class Atan2Backward0(Node):
     """Backward of atan2: grad_a = g * b * recip(a, b), grad_b = g * -a * recip(a, b), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     recip: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -372,8 +388,10 @@ class Atan2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -388,45 +406,21 @@ class Atan2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * b * self.recip(a, b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * -a * self.recip(a, b)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -436,11 +430,12 @@ class Atan2Backward0(Node):
 class AtanBackward0(Node):
     """Backward of atan: grad_input = g / (v * v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -458,6 +453,7 @@ class AtanBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -466,21 +462,22 @@ class AtanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / (v * v + 1),)
 
 
 class AtanhBackward0(Node):
     """Backward of atanh: grad_input = g / (1 - v * v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -498,6 +495,7 @@ class AtanhBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -506,10 +504,10 @@ class AtanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / (1 - v * v),)
 
 
@@ -528,20 +526,22 @@ class CeilBackward0(Node):
 class CopysignBackward0(Node):
     """Backward of copysign: grad_a = g * copysign_ratio(a, out, g), grad_b = zeros_like_grad(g), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
     out_counter: VersionCounter
-    out_version: int
+    out_version: Version
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -559,8 +559,10 @@ class CopysignBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -579,16 +581,10 @@ class CopysignBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -603,20 +599,22 @@ class CopysignBackward0(Node):
 class CopysignBackward1(Node):
     """Backward of copysign: grad_a = g * copysign_ratio(a, out, g), grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
     out_counter: VersionCounter
-    out_version: int
+    out_version: Version
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -634,8 +632,10 @@ class CopysignBackward1(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -654,16 +654,10 @@ class CopysignBackward1(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -678,11 +672,12 @@ class CopysignBackward1(Node):
 class CosBackward0(Node):
     """Backward of cos: grad_input = g * -np.sin(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -700,6 +695,7 @@ class CosBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -708,23 +704,24 @@ class CosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -np_sin(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g * -np_sin(v),)
 
 
 class CoshBackward0(Node):
     """Backward of cosh: grad_input = g * np.sinh(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -742,6 +739,7 @@ class CoshBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -750,12 +748,12 @@ class CoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_sinh(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g * np_sinh(v),)
 
 
@@ -773,12 +771,13 @@ class Deg2RadBackward0(Node):
 class DigammaBackward0(Node):
     """Backward of digamma: grad_input = g * polygamma_any(1, v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
     polygamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -796,6 +795,7 @@ class DigammaBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -804,27 +804,29 @@ class DigammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.polygamma_any(1, v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g * self.polygamma_any(1, v),)
 
 
 class DivBackward0(Node):
     """Backward of div: grad_a = g / b, grad_b = -g * a / (b * b), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -842,8 +844,10 @@ class DivBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -858,36 +862,18 @@ class DivBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g / b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = -g * a / (b * b)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -897,96 +883,12 @@ class DivBackward0(Node):
 class ErfBackward0(Node):
     """Backward of erf: grad_input = g * (1.1283791670955126 * np.exp(-(v * v))) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
-
-    def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.n_edges = 0
-        self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
-        self.more_metadata = _NO_METADATA
-        self.work = 0
-        self._hooks = None
-        self._metadata = None
-        self.saved = saved
-        self.version = version
-
-    def release_variables(self) -> None:
-        self.saved = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
-            if self.work >= 4096 and sole_owner(g, 3):
-                return (np_multiply(g, (1.1283791670955126 * np_exp(-(v * v))), out=g),)
-        else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
-        return (g * (1.1283791670955126 * np_exp(-(v * v))),)
-
-
-class ErfcBackward0(Node):
-    """Backward of erfc: grad_input = g * (-1.1283791670955126 * np.exp(-(v * v))) (v = saved input)."""
-
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
-
-    def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.n_edges = 0
-        self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
-        self.more_metadata = _NO_METADATA
-        self.work = 0
-        self._hooks = None
-        self._metadata = None
-        self.saved = saved
-        self.version = version
-
-    def release_variables(self) -> None:
-        self.saved = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
-            if self.work >= 4096 and sole_owner(g, 3):
-                return (np_multiply(g, (-1.1283791670955126 * np_exp(-(v * v))), out=g),)
-        else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
-        return (g * (-1.1283791670955126 * np_exp(-(v * v))),)
-
-
-class ErfinvBackward0(Node):
-    """Backward of erfinv: grad_input = g * (0.886226925452758 * np.exp(v * v)) (v = saved output)."""
-
     __slots__ = ("saved", "counter", "version")
-    saved: SavedArray  # the output's array
-    counter: VersionCounter  # the output's version counter
-    version: int
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1013,7 +915,95 @@ class ErfinvBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
+            if self.work >= 4096 and sole_owner(g, 3):
+                return (np_multiply(g, (1.1283791670955126 * np_exp(-(v * v))), out=g),)
+        else:
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
+        return (g * (1.1283791670955126 * np_exp(-(v * v))),)
+
+
+class ErfcBackward0(Node):
+    """Backward of erfc: grad_input = g * (-1.1283791670955126 * np.exp(-(v * v))) (v = saved input)."""
+
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
+
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
+        self.saved = saved
+        self.counter = counter
+        self.version = version
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        s: Any = self.saved
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
+            if self.work >= 4096 and sole_owner(g, 3):
+                return (np_multiply(g, (-1.1283791670955126 * np_exp(-(v * v))), out=g),)
+        else:
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
+        return (g * (-1.1283791670955126 * np_exp(-(v * v))),)
+
+
+class ErfinvBackward0(Node):
+    """Backward of erfinv: grad_input = g * (0.886226925452758 * np.exp(v * v)) (v = saved output)."""
+
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the output's array
+    counter: VersionCounter  # the output's version counter
+    version: Version  # its snapshot at save
+
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
+        self.saved = saved
+        self.counter = counter
+        self.version = version
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        s: Any = self.saved
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (0.886226925452758 * np_exp(v * v)), out=g),)
@@ -1028,9 +1018,9 @@ class Exp2Backward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1057,7 +1047,7 @@ class Exp2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * 0.6931471805599453), out=g),)
@@ -1072,9 +1062,9 @@ class ExpBackward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1101,7 +1091,7 @@ class ExpBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, v, out=g),)
@@ -1116,9 +1106,9 @@ class Expm1Backward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1145,7 +1135,7 @@ class Expm1Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v + 1), out=g),)
@@ -1169,18 +1159,20 @@ class FloorBackward0(Node):
 class HypotBackward0(Node):
     """Backward of hypot: grad_a = g * a / out, grad_b = g * b / out, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape', 'out', 'out_counter', 'out_version')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     out: SavedArray
     out_counter: VersionCounter
-    out_version: int
+    out_version: Version
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: int) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1198,8 +1190,10 @@ class HypotBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -1218,32 +1212,20 @@ class HypotBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * a / out
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             out = self.out
-            if out is None or graph or self.out_counter.value != self.out_version:
+            if out is None or graph or self.out_counter != self.out_version:
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             gb = g * b / out
             if gb.shape != self.b_shape:
@@ -1254,12 +1236,13 @@ class HypotBackward0(Node):
 class LgammaBackward0(Node):
     """Backward of lgamma: grad_input = g * digamma_any(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
     digamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1277,6 +1260,7 @@ class LgammaBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -1285,23 +1269,24 @@ class LgammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.digamma_any(v), out=g),)
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g * self.digamma_any(v),)
 
 
 class Log10Backward0(Node):
     """Backward of log10: grad_input = g / (v * 2.302585092994046) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1319,6 +1304,7 @@ class Log10Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -1327,21 +1313,22 @@ class Log10Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / (v * 2.302585092994046),)
 
 
 class Log1PBackward0(Node):
     """Backward of log1p: grad_input = g / (v + 1) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1359,6 +1346,7 @@ class Log1PBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -1367,21 +1355,22 @@ class Log1PBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / (v + 1),)
 
 
 class Log2Backward0(Node):
     """Backward of log2: grad_input = g / (v * 0.6931471805599453) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1399,6 +1388,7 @@ class Log2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -1407,21 +1397,22 @@ class Log2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / (v * 0.6931471805599453),)
 
 
 class LogBackward0(Node):
     """Backward of log: grad_input = g / v (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedInput, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1439,6 +1430,7 @@ class LogBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.saved = saved
+        self.counter = counter
         self.version = version
 
     def release_variables(self) -> None:
@@ -1447,26 +1439,28 @@ class LogBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
         else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
         return (g / v,)
 
 
 class Logaddexp2Backward0(Node):
     """Backward of logaddexp2: grad_a = g * sigmoid_any((a - b) * 0.6931471805599453), grad_b = g * sigmoid_any((b - a) * 0.6931471805599453), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1484,8 +1478,10 @@ class Logaddexp2Backward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -1500,45 +1496,21 @@ class Logaddexp2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.sigmoid_any((a - b) * 0.6931471805599453)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.sigmoid_any((b - a) * 0.6931471805599453)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1548,16 +1520,18 @@ class Logaddexp2Backward0(Node):
 class LogaddexpBackward0(Node):
     """Backward of logaddexp: grad_a = g * sigmoid_any(a - b), grad_b = g * sigmoid_any(b - a), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1575,8 +1549,10 @@ class LogaddexpBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -1591,45 +1567,21 @@ class LogaddexpBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.sigmoid_any(a - b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.sigmoid_any(b - a)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1639,18 +1591,20 @@ class LogaddexpBackward0(Node):
 class MaximumBackward0(Node):
     """Backward of maximum: grad_a = g * tie_weight(a, b, g, less), grad_b = g * tie_weight(b, a, g, less), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1668,8 +1622,10 @@ class MaximumBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -1684,45 +1640,21 @@ class MaximumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.tie_weight(a, b, g, self.less)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.tie_weight(b, a, g, self.less)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1732,18 +1664,20 @@ class MaximumBackward0(Node):
 class MinimumBackward0(Node):
     """Backward of minimum: grad_a = g * tie_weight(a, b, g, greater), grad_b = g * tie_weight(b, a, g, greater), each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1761,8 +1695,10 @@ class MinimumBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -1777,45 +1713,21 @@ class MinimumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.tie_weight(a, b, g, self.greater)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.tie_weight(b, a, g, self.greater)
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1825,15 +1737,17 @@ class MinimumBackward0(Node):
 class MulBackward0(Node):
     """Backward of mul: grad_a = g * b, grad_b = g * a, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1851,8 +1765,10 @@ class MulBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -1867,27 +1783,15 @@ class MulBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             gb = g * a
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -1922,9 +1826,9 @@ class ReciprocalBackward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1951,7 +1855,7 @@ class ReciprocalBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -(v * v), out=g),)
@@ -1966,9 +1870,9 @@ class ReluBackward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -1995,7 +1899,7 @@ class ReluBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v != 0), out=g),)
@@ -2022,9 +1926,9 @@ class RsqrtBackward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2051,7 +1955,7 @@ class RsqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v * v * -0.5), out=g),)
@@ -2066,9 +1970,9 @@ class SigmoidBackward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2095,7 +1999,7 @@ class SigmoidBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * (1 - v)), out=g),)
@@ -2119,139 +2023,12 @@ class SignBackward0(Node):
 class SinBackward0(Node):
     """Backward of sin: grad_input = g * np.cos(v) (v = saved input)."""
 
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
-
-    def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.n_edges = 0
-        self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
-        self.more_metadata = _NO_METADATA
-        self.work = 0
-        self._hooks = None
-        self._metadata = None
-        self.saved = saved
-        self.version = version
-
-    def release_variables(self) -> None:
-        self.saved = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
-            if self.work >= 4096 and sole_owner(g, 3):
-                return (np_multiply(g, np_cos(v), out=g),)
-        else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
-        return (g * np_cos(v),)
-
-
-class SincBackward0(Node):
-    """Backward of sinc: grad_input = g * sinc_derivative(v) (v = saved input)."""
-
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
-    sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
-
-    def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.n_edges = 0
-        self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
-        self.more_metadata = _NO_METADATA
-        self.work = 0
-        self._hooks = None
-        self._metadata = None
-        self.saved = saved
-        self.version = version
-
-    def release_variables(self) -> None:
-        self.saved = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
-            if self.work >= 4096 and sole_owner(g, 3):
-                return (np_multiply(g, self.sinc_derivative(v), out=g),)
-        else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
-        return (g * self.sinc_derivative(v),)
-
-
-class SinhBackward0(Node):
-    """Backward of sinh: grad_input = g * np.cosh(v) (v = saved input)."""
-
-    __slots__ = ("saved", "version")
-    saved: SavedInput
-    version: int
-
-    def __init__(self, saved: SavedInput, version: int) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.n_edges = 0
-        self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
-        self.more_metadata = _NO_METADATA
-        self.work = 0
-        self._hooks = None
-        self._metadata = None
-        self.saved = saved
-        self.version = version
-
-    def release_variables(self) -> None:
-        self.saved = None
-
-    def apply(self, grads: list[Any]) -> tuple[Any]:
-        g = grads[0]
-        s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and ((vc := s._vc) is None or vc.value == self.version):
-            v = s._data
-            if self.work >= 4096 and sole_owner(g, 3):
-                return (np_multiply(g, np_cosh(v), out=g),)
-        else:
-            v = unpack_input(self, s, self.version, g.__class__ is Tensor)
-        return (g * np_cosh(v),)
-
-
-class SqrtBackward0(Node):
-    """Backward of sqrt: grad_input = g / (v * 2) (v = saved output)."""
-
     __slots__ = ("saved", "counter", "version")
-    saved: SavedArray  # the output's array
-    counter: VersionCounter  # the output's version counter
-    version: int
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2278,7 +2055,140 @@ class SqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
+            if self.work >= 4096 and sole_owner(g, 3):
+                return (np_multiply(g, np_cos(v), out=g),)
+        else:
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
+        return (g * np_cos(v),)
+
+
+class SincBackward0(Node):
+    """Backward of sinc: grad_input = g * sinc_derivative(v) (v = saved input)."""
+
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
+    sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
+
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
+        self.saved = saved
+        self.counter = counter
+        self.version = version
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        s: Any = self.saved
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
+            if self.work >= 4096 and sole_owner(g, 3):
+                return (np_multiply(g, self.sinc_derivative(v), out=g),)
+        else:
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
+        return (g * self.sinc_derivative(v),)
+
+
+class SinhBackward0(Node):
+    """Backward of sinh: grad_input = g * np.cosh(v) (v = saved input)."""
+
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the input's array
+    counter: VersionCounter  # the input's version counter
+    version: Version  # its snapshot at save
+
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
+        self.saved = saved
+        self.counter = counter
+        self.version = version
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        s: Any = self.saved
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+            v = s
+            if self.work >= 4096 and sole_owner(g, 3):
+                return (np_multiply(g, np_cosh(v), out=g),)
+        else:
+            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
+        return (g * np_cosh(v),)
+
+
+class SqrtBackward0(Node):
+    """Backward of sqrt: grad_input = g / (v * 2) (v = saved output)."""
+
+    __slots__ = ("saved", "counter", "version")
+    saved: SavedArray  # the output's array
+    counter: VersionCounter  # the output's version counter
+    version: Version  # its snapshot at save
+
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it)
+        self.next0 = None
+        self.next0_nr = 0
+        self.next1 = None
+        self.next1_nr = 0
+        self.more_edges = _NO_EDGES
+        self.n_edges = 0
+        self.sequence_nr = next_sequence_nr()
+        self.topological_nr = 0
+        self.grad_shape = None
+        self.grad_dtype = None
+        self.device = CPU
+        self.more_metadata = _NO_METADATA
+        self.work = 0
+        self._hooks = None
+        self._metadata = None
+        self.saved = saved
+        self.counter = counter
+        self.version = version
+
+    def release_variables(self) -> None:
+        self.saved = None
+
+    def apply(self, grads: list[Any]) -> tuple[Any]:
+        g = grads[0]
+        s: Any = self.saved
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
         else:
             v = unpack_output(self, s, self.counter, self.version, g.__class__ is Tensor)
@@ -2288,15 +2198,17 @@ class SqrtBackward0(Node):
 class SubBackward0(Node):
     """Backward of sub: grad_a = g, grad_b = -g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2314,8 +2226,10 @@ class SubBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -2345,9 +2259,9 @@ class TanBackward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2374,7 +2288,7 @@ class TanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v + 1), out=g),)
@@ -2389,9 +2303,9 @@ class TanhBackward0(Node):
     __slots__ = ("saved", "counter", "version")
     saved: SavedArray  # the output's array
     counter: VersionCounter  # the output's version counter
-    version: int
+    version: Version  # its snapshot at save
 
-    def __init__(self, saved: SavedArray, counter: VersionCounter, version: int) -> None:
+    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2418,7 +2332,7 @@ class TanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter.value == self.version:
+        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (1 - v * v), out=g),)
@@ -2442,17 +2356,19 @@ class TruncBackward0(Node):
 class XlogyBackward0(Node):
     """Backward of xlogy: grad_a = g * xlogy_any((a != 0) | (b > 0), b), grad_b = g * a / b, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2470,8 +2386,10 @@ class XlogyBackward0(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -2486,45 +2404,21 @@ class XlogyBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.xlogy_any((a != 0) | (b > 0), b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * a / b
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2534,17 +2428,19 @@ class XlogyBackward0(Node):
 class XlogyBackward1(Node):
     """Backward of xlogy: grad_a = g, grad_b = g * a / b, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2562,8 +2458,10 @@ class XlogyBackward1(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -2582,23 +2480,11 @@ class XlogyBackward1(Node):
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * a / b
             if gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
@@ -2608,17 +2494,19 @@ class XlogyBackward1(Node):
 class XlogyBackward2(Node):
     """Backward of xlogy: grad_a = number_grad(g, a, b), grad_b = g, each summed to its operand's shape."""
 
-    __slots__ = ('a', 'a_version', 'b', 'b_version', 'a_shape', 'b_shape')
+    __slots__ = ('a', 'a_counter', 'a_version', 'b', 'b_counter', 'b_version', 'a_shape', 'b_shape')
     a: SavedInputOperand
-    a_version: int
+    a_counter: VersionCounter | None
+    a_version: Version | None
     b: SavedInputOperand
-    b_version: int
+    b_counter: VersionCounter | None
+    b_version: Version | None
     a_shape: Shape
     b_shape: Shape
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_version: int, b: SavedInputOperand, b_version: int, a_shape: Shape, b_shape: Shape) -> None:
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
         # Node._init_node, inlined (the generator copies it)
         self.next0 = None
         self.next0_nr = 0
@@ -2636,8 +2524,10 @@ class XlogyBackward2(Node):
         self._hooks = None
         self._metadata = None
         self.a = a
+        self.a_counter = a_counter
         self.a_version = a_version
         self.b = b
+        self.b_counter = b_counter
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
@@ -2652,23 +2542,11 @@ class XlogyBackward2(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            c = a.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(a, Tensor)):
-                if graph or ((vc := a._vc) is not None and vc.value != self.a_version):
-                    a = unpack_input(self, a, self.a_version, graph)
-                else:
-                    a = a._data
-            elif a is None:
-                unpack_input(self, None, 0, graph)
+            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+                a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            c = b.__class__
-            if c is Tensor or (c is not float and c is not int and isinstance(b, Tensor)):
-                if graph or ((vc := b._vc) is not None and vc.value != self.b_version):
-                    b = unpack_input(self, b, self.b_version, graph)
-                else:
-                    b = b._data
-            elif b is None:
-                unpack_input(self, None, 0, graph)
+            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+                b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = self.number_grad(g, a, b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)

@@ -102,7 +102,7 @@ def _write(t: Tensor, rd: np.ndarray, casting: str = "same_kind") -> None:
             f"result type {_dtype_name(rd.dtype)} can't be cast to the desired output type {_dtype_name(d.dtype)}"
         )
     np.copyto(d, rd, casting="unsafe")
-    t._version_counter.value += 1
+    t._bump_version()
 
 
 def _nograd_call(t: Tensor, fn: Callable[[np.ndarray], Any]) -> None:
@@ -116,7 +116,7 @@ def _nograd_call(t: Tensor, fn: Callable[[np.ndarray], Any]) -> None:
         ) from None
     except ValueError as e:  # non-broadcastable output
         raise RuntimeError(f"in-place operation on a tensor of shape {list(d.shape)}: {e}") from None
-    t._version_counter.value += 1
+    t._bump_version()
 
 
 # ----- views of a base: AsStridedBackward0 / CopySlices ------------------------------------
@@ -688,7 +688,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     v, vd = _values(value, self)
     if not needs_grad(self, v):
         _assign(self._data, idx, vd)
-        self._version_counter.value += 1
+        self._bump_version()
         return
     _check_leaf(self)
     base = self._base
@@ -696,7 +696,7 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         _inplace_view(self, base, lambda a: _put(a, idx, v, False, IndexPutBackward0))
         return
     _assign(self._data, idx, vd)
-    self._version_counter.value += 1
+    self._bump_version()
     node_cls = IndexPutBackward0 if kind == _ADVANCED else _SetitemCopySlices
     record(node_cls(idx, np.shape(vd), False), (self, v), (self,))
     _regenerate_views(self, None)

@@ -233,7 +233,7 @@ class Optimizer:
                     p._grad = None
                 elif g.grad_fn is None and g._data.flags.writeable:
                     g._data[...] = 0
-                    g._version_counter.value += 1
+                    g._bump_version()
                 else:
                     p._grad = Tensor._wrap(np.zeros_like(g._data), g._device)
 
@@ -503,8 +503,7 @@ def _private_copy(p: Tensor, g: Tensor | None) -> Tensor:
     c = Tensor._wrap(arr, p._device)
     c._requires_grad = p._requires_grad
     c._grad = g
-    vc = c._version_counter = VersionCounter()
-    vc.value = p._version_counter.value
+    c._version_counter = VersionCounter(p._version_counter)  # a counter of its own at p's value
     return c
 
 
@@ -522,7 +521,7 @@ def _copy_state(state: dict[str, Any], like: np.ndarray) -> dict[str, Any]:
 
 
 def _bump(p: Tensor) -> None:
-    p._version_counter.value += 1
+    p._bump_version()
 
 
 def _check_lr(lr: Any) -> None:

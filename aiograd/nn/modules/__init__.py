@@ -266,7 +266,7 @@ class Module:
             for t in list(self.parameters()) + list(self.buffers()):
                 if dt is not None and t._data.dtype.kind == "f" and t._data.dtype != dt:
                     t._data = t._data.astype(dt)
-                    t._version_counter.value += 1
+                    t._bump_version()
                     if t._grad is not None:
                         t._grad = Tensor._wrap(t._grad._data.astype(dt), t._grad._device)
                     t._grad_accumulator = None
@@ -304,7 +304,7 @@ class Module:
             for t in list(self.parameters()) + list(self.buffers()):
                 if t._data.dtype != dt:
                     t._data = t._data.astype(dt)
-                    t._version_counter.value += 1
+                    t._bump_version()
                     if t._grad is not None:
                         t._grad = Tensor._wrap(t._grad._data.astype(dt), t._grad._device)
                     t._grad_accumulator = None
@@ -360,7 +360,7 @@ class Module:
                         cur._data = np.array(arr, dtype=cur._data.dtype)
                     else:
                         np.copyto(cur._data, arr, casting="unsafe")
-                    cur._version_counter.value += 1
+                    cur._bump_version()
         for key in state_dict.keys():
             if key not in expected:
                 unexpected.append(key)
@@ -428,7 +428,7 @@ def _zero_grad(p: Tensor, set_to_none: bool) -> None:
         p._grad = g
     if g._data.flags.writeable:
         g._data[...] = 0
-        g._version_counter.value += 1
+        g._bump_version()
     else:
         p._grad = Tensor._wrap(np.zeros_like(g._data), g._device)
 
@@ -726,7 +726,7 @@ class Embedding(Module):
         if self.padding_idx is not None:
             with no_grad():
                 self.weight._data[self.padding_idx] = 0
-                self.weight._version_counter.value += 1
+                self.weight._bump_version()
 
     @classmethod
     def from_pretrained(

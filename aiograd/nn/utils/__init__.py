@@ -74,7 +74,7 @@ def clip_grads_with_norm_(
 def _scale_grad(g: Tensor, factor: Any) -> None:
     if g._data.flags.writeable:
         np.multiply(g._data, factor, out=g._data)
-        g._version_counter.value += 1
+        g._bump_version()
     else:  # a read-only (e.g. broadcast) gradient is replaced, never written through
         g._data = g._data * factor
 
@@ -113,7 +113,7 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
         clipped = np.clip(g._data, -value, value).astype(g._data.dtype, copy=False)
         if g._data.flags.writeable:
             np.copyto(g._data, clipped)
-            g._version_counter.value += 1
+            g._bump_version()
         else:
             g._data = clipped
 

@@ -304,7 +304,7 @@ def _blend(stat: Tensor, value: np.ndarray, momentum: float) -> None:
     """``stat = (1 - momentum) * stat + momentum * value`` in place (a running statistic)."""
     d = stat._data
     np.copyto(d, (1.0 - momentum) * d + momentum * value, casting="unsafe")
-    stat._version_counter.value += 1
+    stat._bump_version()
 
 
 # ----- group_norm -----------------------------------------------------------------------------------
