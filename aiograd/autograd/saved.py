@@ -55,6 +55,7 @@ __all__ = [
     "SavedArray",
     "SavedInputOperand",
     "save",
+    "counter_and_version",
     "save_output",
     "unpack",
     "unpack_input",
@@ -114,27 +115,31 @@ def counter_of(t: "Tensor") -> VersionCounter:
     return vc
 
 
+
+def counter_and_version(t: "Tensor") -> "tuple[VersionCounter, Version]":
+    """``t``'s version counter (made now if it has none) and a snapshot of it for the in-place check.
+
+    NOTE [Version counters]: a counter made here is new, so its snapshot is the shared
+    ``ZERO_VERSION`` (nothing copied). The pointwise recorders (ops/_pointwise.py) write
+    these lines out: a call per saved operand would be a noticeable share of a tiny op.
+    """
+    vc = t._vc
+    if vc is None:
+        vc = t._vc = new_version_counter()
+        return vc, ZERO_VERSION
+    return vc, vc.copy()
+
 def save(t: "Tensor") -> SavedTensor:
     """Remember an input tensor for backward, with its version for the in-place check."""
     fn = t.grad_fn
-    vc = t._vc
-    if vc is None:  # NOTE [Version counters]: a new counter's snapshot is the shared zero
-        vc = t._vc = new_version_counter()
-        version = ZERO_VERSION
-    else:
-        version = vc.copy()
+    vc, version = counter_and_version(t)
     return _new_saved(SavedTensor, (t._data, vc, version, fn, t._output_nr,
                                     t if (fn is None and t._requires_grad) else None, t._device))
 
 
 def save_output(t: "Tensor") -> SavedTensor:
     """Remember an op's own output for backward (call after ``record``): its grad_fn is the unpacking node."""
-    vc = t._vc
-    if vc is None:
-        vc = t._vc = new_version_counter()
-        version = ZERO_VERSION
-    else:
-        version = vc.copy()
+    vc, version = counter_and_version(t)
     return _new_saved(SavedOutput, (t._data, vc, version, None, t._output_nr, None, t._device))
 
 

@@ -278,7 +278,8 @@ def make_unary(
         if input._requires_grad and grad_enabled():
             if save_none:
                 link_one(node_cls(), input, out)
-            else:  # the input's (output's) array, counter and version (NOTE [Saved inputs] in autograd/saved.py)
+            else:  # the input's (output's) array, counter and version (NOTE [Saved inputs] in autograd/saved.py);
+                # saved.counter_and_version written out, as in make_node below
                 t = out if save_out else input
                 vc = t._vc
                 if vc is None:
@@ -322,7 +323,8 @@ def make_binary(
 
     def make_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> Node:
         # the operands the needed formulas read: a tensor as its array, counter and version, a
-        # number as itself (NOTE [Saved inputs] in autograd/saved.py); 0 for one not needed
+        # number as itself (NOTE [Saved inputs] in autograd/saved.py); 0 for one not needed.
+        # saved.counter_and_version is written out here: a call per operand on the tiny-op path
         sa: Any = 0
         ca = va = None
         if (ra and a_for_a) or (rb and a_for_b):
