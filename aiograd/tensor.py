@@ -266,10 +266,7 @@ class Tensor(_TensorMethods):
 
     def _bump_version(self) -> None:
         """Count one in-place change of this tensor's data (torch's ``bump_version``)."""
-        vc = self._vc
-        if vc is None:
-            vc = self._vc = new_version_counter()
-        bump_version(vc)
+        bump_version(self._version_counter)
 
     @property
     def requires_grad(self) -> bool:

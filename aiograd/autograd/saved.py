@@ -60,7 +60,6 @@ __all__ = [
     "unpack",
     "unpack_input",
     "unpack_output",
-    "counter_of",
     "modified_error",
 ]
 
@@ -107,15 +106,6 @@ SavedArray = Union[np.ndarray, None]
 SavedInputOperand = Union[np.ndarray, bool, int, float, complex, None]
 
 
-def counter_of(t: "Tensor") -> VersionCounter:
-    """``t``'s version counter, made now if it has none yet."""
-    vc = t._vc
-    if vc is None:  # made on first use (NOTE [Lazy version counter] in tensor.py)
-        vc = t._vc = new_version_counter()
-    return vc
-
-
-
 def counter_and_version(t: "Tensor") -> "tuple[VersionCounter, Version]":
     """``t``'s version counter (made now if it has none) and a snapshot of it for the in-place check.
 
@@ -128,6 +118,7 @@ def counter_and_version(t: "Tensor") -> "tuple[VersionCounter, Version]":
         vc = t._vc = new_version_counter()
         return vc, ZERO_VERSION
     return vc, vc.copy()
+
 
 def save(t: "Tensor") -> SavedTensor:
     """Remember an input tensor for backward, with its version for the in-place check."""

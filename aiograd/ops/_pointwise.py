@@ -279,7 +279,7 @@ def make_unary(
             if save_none:
                 link_one(node_cls(), input, out)
             else:  # the input's (output's) array, counter and version (NOTE [Saved inputs] in autograd/saved.py);
-                # saved.counter_and_version written out, as in make_node below
+                # saved.counter_and_version written out: a call per op on the tiny-op path
                 t = out if save_out else input
                 vc = t._vc
                 if vc is None:
@@ -398,35 +398,7 @@ def make_binary(
                         ra = input._requires_grad
                         rb = other._requires_grad
                         if (ra or rb) and grad_enabled():
-                            # make_node written out for two Tensors (NOTE [Saved inputs] in autograd/saved.py):
-                            # one Python call less per op
-                            if (ra and a_for_a) or (rb and a_for_b):
-                                ca = input._vc
-                                if ca is None:
-                                    ca = input._vc = new_version_counter()
-                                    va = ZERO_VERSION
-                                else:
-                                    va = ca.copy()
-                                sa: Any = ad
-                            else:
-                                sa = 0
-                                ca = va = None
-                            if (ra and b_for_a) or (rb and b_for_b):
-                                cb = other._vc
-                                if cb is None:
-                                    cb = other._vc = new_version_counter()
-                                    vb = ZERO_VERSION
-                                else:
-                                    vb = cb.copy()
-                                sb: Any = bd
-                            else:
-                                sb = 0
-                                cb = vb = None
-                            if uses_out:
-                                oc = out._vc = new_version_counter()
-                                node = node_cls(sa, ca, va, sb, cb, vb, ad.shape, bd.shape, res, oc, ZERO_VERSION)  # type: ignore[call-arg]
-                            else:
-                                node = node_cls(sa, ca, va, sb, cb, vb, ad.shape, bd.shape)  # type: ignore[call-arg]
+                            node = make_node(input, other, ra, rb, ad.shape, bd.shape, out)
                             link_pair(node, input if ra else None, other if rb else None, out)
                         return out
                 elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
@@ -435,25 +407,7 @@ def make_binary(
                         res = np.asarray(res)
                     out = new_tensor(res, input._device)
                     if input._requires_grad and grad_enabled():
-                        # make_node written out for a Tensor and a number that needs no gradient
-                        if a_for_a:
-                            ca = input._vc
-                            if ca is None:
-                                ca = input._vc = new_version_counter()
-                                va = ZERO_VERSION
-                            else:
-                                va = ca.copy()
-                            sa = ad
-                        else:
-                            sa = 0
-                            ca = va = None
-                        sb = other if b_for_a else 0
-                        if uses_out:
-                            oc = out._vc = new_version_counter()
-                            node = node_cls(sa, ca, va, sb, None, None, ad.shape, (), res, oc, ZERO_VERSION)  # type: ignore[call-arg]
-                        else:
-                            node = node_cls(sa, ca, va, sb, None, None, ad.shape, ())  # type: ignore[call-arg]
-                        link_pair(node, input, None, out)
+                        link_pair(make_node(input, other, True, False, ad.shape, (), out), input, None, out)
                     return out
             if operator and not is_operand(other):
                 return NotImplemented
