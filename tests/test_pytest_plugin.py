@@ -300,7 +300,9 @@ def test_how_to_example_runs(pytester: pytest.Pytester) -> None:
     for block in blocks:
         name = block.splitlines()[0][2:]
         pytester.makepyfile(**{name[:-3]: block})
-    result = pytester.runpytest(*LOAD, *STRICT, "-v")
+    # in a process of its own, as a user's suite runs: in this one, a full collection of the
+    # whole suite's heap can land inside the example's watched step (480 ms once, in CI)
+    result = pytester.runpytest_subprocess(*LOAD, *STRICT, "-v")
     # two tests on every loop, one on anyio's default backends (asyncio, trio)
     n_loops = 3 if uvloop is not None else 2
     result.assert_outcomes(passed=2 * n_loops + 2, skipped=2 * (3 - n_loops))
