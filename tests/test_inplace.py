@@ -102,6 +102,24 @@ def test_the_version_counts_past_a_byte_and_a_saved_intermediate_sees_it() -> No
         ag.backward_sync(z.sum())
 
 
+def test_a_change_of_256_versions_is_caught_with_and_without_an_earlier_change() -> None:
+    # NOTE [Version counters]: a never-changed counter's snapshot is the shared ZERO_VERSION and
+    # its check reads byte 0 (set by the first change, never cleared); any other is compared whole
+    from aiograd.autograd.graph import ZERO_VERSION
+
+    for earlier in (0, 1):
+        w = leaf([0.5, 1.0])
+        h = w * 2.0
+        for _ in range(earlier):
+            h.add_(0.0)
+        z = h.sin()
+        assert (z.grad_fn.version is ZERO_VERSION) == (earlier == 0)
+        for _ in range(256):  # the count's low byte comes back to where it was
+            h.add_(0.0)
+        with pytest.raises(RuntimeError, match=f"is at version {256 + earlier}; expected version {earlier} instead"):
+            ag.backward_sync(z.sum())
+
+
 def test_a_view_of_a_saved_intermediate_changed_in_place_fails_the_backward() -> None:
     w = leaf([0.5, 1.0])
     h = w * 2.0

@@ -54,5 +54,5 @@ def test_the_graph_keeps_one_tracked_object_per_op() -> None:
 def test_a_generated_constructor_sets_every_slot_that_node_init_sets() -> None:
     # the generator copies Node._init_node's stores into each __init__ (one call less per op)
     base = [s for s in ag.autograd.graph.Node.__slots__ if s != "__weakref__"]
-    for node in (_pointwise_nodes.SinBackward0(None, bytearray(8), bytes(8)), ag.autograd.graph.Node()):
+    for node in (_pointwise_nodes.SinBackward0(None, bytearray(9), bytes(9)), ag.autograd.graph.Node()):
         assert all(hasattr(node, s) for s in base), [s for s in base if not hasattr(node, s)]

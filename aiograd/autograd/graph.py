@@ -80,31 +80,34 @@ Shape = tuple[int, ...]
 
 # NOTE [Version counters]: a tensor's count of in-place changes, shared with its views and
 # read by saved tensors (NOTE [Saved tensors] in saved.py) to detect a change after they
-# were saved, is a plain ``bytearray`` of 8 bytes: the value as a little-endian integer. A
-# plain bytearray is not tracked by the garbage collector (a class instance, a bytearray
-# subclass or an ``array.array`` is) and is cheap to make, so a node can keep a saved
-# intermediate's counter beside its array without keeping the Tensor, and the graph keeps
-# one tracked object per op (NOTE [Cheap recording]). ``new_version_counter()`` makes one
-# at 0 (a copy of a private zero: ~35 ns, where ``bytearray(8)`` parses its argument and
-# takes ~150); ``bump_version`` adds one in place (in-place ops are rare next to
-# recording). A saved version is a snapshot: ``counter.copy()`` (a bytearray that nothing
-# bumps; ``bytes(counter)`` costs three times as much), or the shared ``ZERO_VERSION`` for a
-# counter made at the save, so saving a fresh intermediate copies nothing; the in-place
-# check is ``counter != snapshot``. ``version_value`` reads either as an int
-# (``Tensor._version``, the error message). ``VersionCounter(other)`` makes a counter of
-# its own at ``other``'s value.
+# were saved, is a plain ``bytearray`` of 9 bytes: byte 0 is 0 until the first change and
+# 1 from then on, bytes 1-8 hold the count as a little-endian integer. A plain bytearray is
+# not tracked by the garbage collector (a class instance, a bytearray subclass or an
+# ``array.array`` is) and is cheap to make, so a node can keep a saved intermediate's
+# counter beside its array without keeping the Tensor, and the graph keeps one tracked
+# object per op (NOTE [Cheap recording]). ``new_version_counter()`` makes one at 0 (a copy
+# of a private zero: ~35 ns, where ``bytearray(9)`` parses its argument and takes ~150);
+# ``bump_version`` adds one in place (in-place ops are rare next to recording).
+# A saved version is a snapshot: the shared ``ZERO_VERSION`` for a counter never changed
+# (byte 0 is 0: nothing is copied), else ``counter.copy()`` (a bytearray that nothing bumps;
+# ``bytes(counter)`` costs three times as much). The in-place check is ``counter !=
+# snapshot``; against ``ZERO_VERSION`` it is ``counter[0]``, one byte read (~30 ns where
+# comparing the bytearrays takes ~80): a check that every node saving a tensor makes in
+# every backward. ``version_value`` reads either as an int (``Tensor._version``, the error
+# message). ``VersionCounter(other)`` makes a counter of its own at ``other``'s value.
 VersionCounter = bytearray
 #: A saved version: a snapshot of a counter (NOTE [Version counters]).
 Version = Union[bytes, bytearray]
-#: The snapshot of a counter that was never bumped.
-ZERO_VERSION: Version = bytes(8)
+#: The snapshot of every counter that was never bumped (NOTE [Version counters]: compared by identity).
+ZERO_VERSION: Version = bytes(9)
 #: A new version counter at 0 (NOTE [Version counters]).
-new_version_counter: Callable[[], VersionCounter] = bytearray(8).copy
+new_version_counter: Callable[[], VersionCounter] = bytearray(9).copy
 
 
 def bump_version(vc: VersionCounter) -> None:
-    """Count one in-place change in ``vc`` (NOTE [Version counters]): add one, carrying."""
-    i = 0
+    """Count one in-place change in ``vc`` (NOTE [Version counters]): mark it changed, add one, carrying."""
+    vc[0] = 1
+    i = 1
     while vc[i] == 255:
         vc[i] = 0
         i += 1
@@ -113,7 +116,7 @@ def bump_version(vc: VersionCounter) -> None:
 
 def version_value(vc: Version) -> int:
     """A counter's (or a snapshot's) value as an int (NOTE [Version counters])."""
-    return int.from_bytes(vc, "little")
+    return int.from_bytes(vc, "little") >> 8
 
 
 class Edge(NamedTuple):

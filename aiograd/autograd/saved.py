@@ -109,15 +109,15 @@ SavedInputOperand = Union[np.ndarray, bool, int, float, complex, None]
 def counter_and_version(t: "Tensor") -> "tuple[VersionCounter, Version]":
     """``t``'s version counter (made now if it has none) and a snapshot of it for the in-place check.
 
-    NOTE [Version counters]: a counter made here is new, so its snapshot is the shared
-    ``ZERO_VERSION`` (nothing copied). The pointwise recorders (ops/_pointwise.py) write
-    these lines out: a call per saved operand would be a noticeable share of a tiny op.
+    NOTE [Version counters]: a counter made here, or one never bumped, has the shared
+    snapshot ``ZERO_VERSION`` (nothing copied). The pointwise recorders (ops/_pointwise.py)
+    write these lines out: a call per saved operand would be a noticeable share of a tiny op.
     """
     vc = t._vc
     if vc is None:
         vc = t._vc = new_version_counter()
         return vc, ZERO_VERSION
-    return vc, vc.copy()
+    return vc, vc.copy() if vc[0] else ZERO_VERSION
 
 
 def save(t: "Tensor") -> SavedTensor:
@@ -166,7 +166,7 @@ def unpack(node: "Node", saved: Any, graph: bool) -> Any:
     if saved is None:
         raise RuntimeError(FREED)
     vc = saved.version_counter
-    if vc != saved.version:
+    if vc[0] if saved.version is ZERO_VERSION else vc != saved.version:  # NOTE [Version counters]
         raise modified_error(node, saved.data, vc, saved.version, saved.leaf is not None)
     if not graph:
         return saved.data

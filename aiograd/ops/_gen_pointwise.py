@@ -70,7 +70,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
+from ..autograd.graph import _NO_EDGES, _NO_METADATA, ZERO_VERSION, Node, Shape, next_sequence_nr, sole_owner, sum_to
 from ..device import CPU
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
@@ -82,14 +82,17 @@ from ..tensor import Tensor
 # Python number with counter None; its array is None once released (unpack_input raises
 # the "backward through the graph a second time" error). unpack_input also makes the
 # in-place check's error and, in a create_graph pass, the Tensor at the node's edge {i}.
+# The check reads one byte where the snapshot is ZERO_VERSION (NOTE [Version counters]).
 _LOAD = """\
             {x}: Any = self.{x}
-            if {x} is None or graph or (({x}c := self.{x}_counter) is not None and {x}c != self.{x}_version):
+            if {x} is None or graph or (({x}c := self.{x}_counter) is not None
+                                        and ({x}c[0] if self.{x}_version is ZERO_VERSION else {x}c != self.{x}_version)):
                 {x} = unpack_input(self, {i}, {x}, self.{x}_counter, self.{x}_version, graph)
 """
 _LOAD_OUT = """\
             {x}: Any = self.out
-            if out is None or graph or self.out_counter != self.out_version:
+            if out is None or graph or (self.out_counter[0] if self.out_version is ZERO_VERSION
+                                        else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
 """
 
@@ -131,7 +134,9 @@ def _unary(spec: dict) -> str:
         "        self.counter = counter\n"
         "        self.version = version\n"
     )
-    fast = ("        if s is not None and g.__class__ is not Tensor and self.counter == self.version:\n"
+    # the in-place check reads one byte where the snapshot is ZERO_VERSION (NOTE [Version counters])
+    fast = ("        if s is not None and g.__class__ is not Tensor and (\n"
+            "                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):\n"
             "            v = s\n")
     if saves == "input":
         slow = "            v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)\n"

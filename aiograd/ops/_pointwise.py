@@ -286,7 +286,7 @@ def make_unary(
                     vc = t._vc = new_version_counter()
                     version = ZERO_VERSION
                 else:
-                    version = vc.copy()
+                    version = vc.copy() if vc[0] else ZERO_VERSION
                 link_one(node_cls(t._data, vc, version), input, out)  # type: ignore[call-arg]
         return out
 
@@ -335,7 +335,7 @@ def make_binary(
                     ca = a._vc = new_version_counter()
                     va = ZERO_VERSION
                 else:
-                    va = ca.copy()
+                    va = ca.copy() if ca[0] else ZERO_VERSION
             else:
                 sa = a
         sb: Any = 0
@@ -348,7 +348,7 @@ def make_binary(
                     cb = b._vc = new_version_counter()
                     vb = ZERO_VERSION
                 else:
-                    vb = cb.copy()
+                    vb = cb.copy() if cb[0] else ZERO_VERSION
             else:
                 sb = b
         if uses_out:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import _NO_EDGES, _NO_METADATA, Node, Shape, next_sequence_nr, sole_owner, sum_to
+from ..autograd.graph import _NO_EDGES, _NO_METADATA, ZERO_VERSION, Node, Shape, next_sequence_nr, sole_owner, sum_to
 from ..device import CPU
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
@@ -121,7 +121,8 @@ class AbsBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.sign_any(v), out=g),)
@@ -165,7 +166,8 @@ class AcosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -207,7 +209,8 @@ class AcoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -307,7 +310,8 @@ class AsinBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -349,7 +353,8 @@ class AsinhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -406,20 +411,24 @@ class Atan2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * b * self.recip(a, b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * -a * self.recip(a, b)
             if gb.shape != self.b_shape:
@@ -462,7 +471,8 @@ class AtanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -504,7 +514,8 @@ class AtanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -581,10 +592,12 @@ class CopysignBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter != self.out_version:
+            if out is None or graph or (self.out_counter[0] if self.out_version is ZERO_VERSION
+                                        else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -654,10 +667,12 @@ class CopysignBackward1(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter != self.out_version:
+            if out is None or graph or (self.out_counter[0] if self.out_version is ZERO_VERSION
+                                        else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
             if ga.shape != self.a_shape:
@@ -704,7 +719,8 @@ class CosBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -np_sin(v), out=g),)
@@ -748,7 +764,8 @@ class CoshBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_sinh(v), out=g),)
@@ -804,7 +821,8 @@ class DigammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.polygamma_any(1, v), out=g),)
@@ -862,17 +880,20 @@ class DivBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g / b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = -g * a / (b * b)
             if gb.shape != self.b_shape:
@@ -915,7 +936,8 @@ class ErfBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (1.1283791670955126 * np_exp(-(v * v))), out=g),)
@@ -959,7 +981,8 @@ class ErfcBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (-1.1283791670955126 * np_exp(-(v * v))), out=g),)
@@ -1003,7 +1026,8 @@ class ErfinvBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (0.886226925452758 * np_exp(v * v)), out=g),)
@@ -1047,7 +1071,8 @@ class Exp2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * 0.6931471805599453), out=g),)
@@ -1091,7 +1116,8 @@ class ExpBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, v, out=g),)
@@ -1135,7 +1161,8 @@ class Expm1Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v + 1), out=g),)
@@ -1212,20 +1239,24 @@ class HypotBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             out: Any = self.out
-            if out is None or graph or self.out_counter != self.out_version:
+            if out is None or graph or (self.out_counter[0] if self.out_version is ZERO_VERSION
+                                        else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * a / out
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             out = self.out
-            if out is None or graph or self.out_counter != self.out_version:
+            if out is None or graph or (self.out_counter[0] if self.out_version is ZERO_VERSION
+                                        else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             gb = g * b / out
             if gb.shape != self.b_shape:
@@ -1269,7 +1300,8 @@ class LgammaBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.digamma_any(v), out=g),)
@@ -1313,7 +1345,8 @@ class Log10Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -1355,7 +1388,8 @@ class Log1PBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -1397,7 +1431,8 @@ class Log2Backward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -1439,7 +1474,8 @@ class LogBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_input(self, 0, s, self.counter, self.version, g.__class__ is Tensor)
@@ -1496,20 +1532,24 @@ class Logaddexp2Backward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.sigmoid_any((a - b) * 0.6931471805599453)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.sigmoid_any((b - a) * 0.6931471805599453)
             if gb.shape != self.b_shape:
@@ -1567,20 +1607,24 @@ class LogaddexpBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.sigmoid_any(a - b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.sigmoid_any(b - a)
             if gb.shape != self.b_shape:
@@ -1640,20 +1684,24 @@ class MaximumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.tie_weight(a, b, g, self.less)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.tie_weight(b, a, g, self.less)
             if gb.shape != self.b_shape:
@@ -1713,20 +1761,24 @@ class MinimumBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.tie_weight(a, b, g, self.greater)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.tie_weight(b, a, g, self.greater)
             if gb.shape != self.b_shape:
@@ -1783,14 +1835,16 @@ class MulBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * b
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             gb = g * a
             if gb.shape != self.b_shape:
@@ -1855,7 +1909,8 @@ class ReciprocalBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, -(v * v), out=g),)
@@ -1899,7 +1954,8 @@ class ReluBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v != 0), out=g),)
@@ -1955,7 +2011,8 @@ class RsqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v * v * -0.5), out=g),)
@@ -1999,7 +2056,8 @@ class SigmoidBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * (1 - v)), out=g),)
@@ -2055,7 +2113,8 @@ class SinBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_cos(v), out=g),)
@@ -2100,7 +2159,8 @@ class SincBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, self.sinc_derivative(v), out=g),)
@@ -2144,7 +2204,8 @@ class SinhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, np_cosh(v), out=g),)
@@ -2188,7 +2249,8 @@ class SqrtBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
         else:
             v = unpack_output(self, s, self.counter, self.version, g.__class__ is Tensor)
@@ -2288,7 +2350,8 @@ class TanBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (v * v + 1), out=g),)
@@ -2332,7 +2395,8 @@ class TanhBackward0(Node):
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         s: Any = self.saved
-        if s is not None and g.__class__ is not Tensor and self.counter == self.version:
+        if s is not None and g.__class__ is not Tensor and (
+                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):
             v = s
             if self.work >= 4096 and sole_owner(g, 3):
                 return (np_multiply(g, (1 - v * v), out=g),)
@@ -2404,20 +2468,24 @@ class XlogyBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.xlogy_any((a != 0) | (b > 0), b)
             if ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * a / b
             if gb.shape != self.b_shape:
@@ -2480,10 +2548,12 @@ class XlogyBackward1(Node):
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * a / b
             if gb.shape != self.b_shape:
@@ -2542,10 +2612,12 @@ class XlogyBackward2(Node):
         ga = gb = None
         if self.next0 is not None:
             a: Any = self.a
-            if a is None or graph or ((ac := self.a_counter) is not None and ac != self.a_version):
+            if a is None or graph or ((ac := self.a_counter) is not None
+                                        and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             b: Any = self.b
-            if b is None or graph or ((bc := self.b_counter) is not None and bc != self.b_version):
+            if b is None or graph or ((bc := self.b_counter) is not None
+                                        and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = self.number_grad(g, a, b)
             if ga.shape != self.a_shape:
