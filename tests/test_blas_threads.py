@@ -215,14 +215,57 @@ def test_while_a_job_runs_wide_blas_nodes_leave_the_loop(monkeypatch: pytest.Mon
     node = (a @ a).grad_fn
     assert type(node).__name__ in executors.BLAS_NODES
     elementwise = (a * 2).grad_fn
-    fake, applied, _ = _adaptive([(0.0, 0.0)])
+    fake, applied, clock = _adaptive([(0.0, 0.0), (0.0, 0.0)])
     monkeypatch.setattr(executors, "_adaptive", fake)
     assert not executors.policy.should_offload(node, 1e-3, False)  # tiny: inline
+    clock.now += 1.0  # its hold is over (NOTE [Loop products hold BLAS narrow])
     fake.before_job()
     assert fake.is_wide() and executors.policy.should_offload(node, 1e-3, False)
     assert not executors.policy.should_offload(elementwise, 1e-3, False)  # not a BLAS product: unchanged
     fake.after_job()
     assert not executors.policy.should_offload(node, 1e-3, False)
+
+
+def test_a_job_starting_while_the_loop_runs_a_blas_node_stays_narrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NOTE [Loop products hold BLAS narrow]: the loop, deciding to run a product inline, holds BLAS
+    narrow for twice its predicted time; a job that starts meanwhile runs narrow, one after runs wide."""
+    a = ag.tensor(np.ones((8, 8)), requires_grad=True)
+    node = (a @ a).grad_fn
+    fake, applied, clock = _adaptive([(0.0, 0.0), (0.0, 0.0)])
+    monkeypatch.setattr(executors, "_adaptive", fake)
+    monkeypatch.setattr(executors.policy, "rates", {type(node): 1e-3 / node.work})  # predicted: 1 ms
+    assert not executors.policy.should_offload(node, 1.0, False)  # inline, holding BLAS narrow for 2 ms
+    clock.now += 0.0015  # the node still runs when a job starts
+    fake.before_job()
+    assert applied == [] and not fake.is_wide() and fake.held == 1
+    fake.after_job()
+    clock.now += 0.001  # the hold is over
+    fake._next = 0.0
+    fake.before_job()
+    assert applied == [2] and fake.is_wide()
+    fake.after_job()
+
+
+def test_the_loop_and_a_widening_job_always_see_each_other() -> None:
+    """Each side writes its mark before it reads the other's: a job that sees no hold has marked
+    itself wide before the loop looks (the node goes to the executor); a loop that sees BLAS narrow
+    has held before the job looks (the job stays narrow)."""
+    fake, applied, clock = _adaptive([(0.0, 0.0)])
+    fake.before_job()  # the job widened first ...
+    assert fake.is_wide() and not fake.hold_narrow(0.002)  # ... so the loop hands its node over
+    fake.after_job()
+    fake, applied, clock = _adaptive([(0.0, 0.0)])
+    seen: list[bool] = []
+    real_set = fake._set_threads
+
+    def racing_set(n: int) -> None:
+        seen.append(True)
+        real_set(n)
+
+    fake._set_threads = racing_set
+    assert fake.hold_narrow(0.002)  # the loop held first ...
+    fake.before_job()  # ... so the job does not widen
+    assert seen == [] and not fake.is_wide()
 
 
 def test_a_size_set_from_outside_holds_while_it_is_set() -> None:

@@ -22,6 +22,8 @@ backward kernel, an ``ag.offload`` call, a ``step_async``) may run *wide*:
   product started on the loop would wait for the executor's to end (a 0.15 ms
   product beside a 512x784x512 one: 0.15 ms median at one thread, 1.2 ms
   median and 8.5 ms p99 at two). That wait was the loop's lag.
+- And a job does not widen while the loop runs such a node (NOTE [Loop
+  products hold BLAS narrow]).
 - A size set from outside holds: an aiograd or BLAS variable, or a
   ``threadpool_limits`` block to another size, keeps jobs narrow while set.
 
@@ -296,6 +298,8 @@ class AdaptiveThreads:
         self.current: int | None = None  # the size last applied by this object
         self._next = 0.0
         self.switches = 0
+        self.held = 0  # jobs kept narrow by a product on the loop (NOTE [Loop products hold BLAS narrow])
+        self.narrow_until = 0.0  # the loop's hold, on ``clock``
         self.widen = False  # the last reading allows wide jobs
         self.load: tuple[float, float] | None = None  # the last reading
         self._lock = threading.Lock()
@@ -323,8 +327,7 @@ class AdaptiveThreads:
                     self.widen = self.decide(self.load) == self.wide
                     # only where narrow jobs use no worker at all (NOTE [BLAS workers yield])
                     self._look = self.workers is not None and not self.workers.done and self.narrow == 1
-        if self.widen and self.current != self.wide and self._untouched():
-            self._apply(self.wide)
+        if self.widen and self.current != self.wide and self._untouched() and self._widen():
             if self._look:
                 self._look = False
                 assert self.workers is not None
@@ -340,6 +343,43 @@ class AdaptiveThreads:
     def is_wide(self) -> bool:
         """Whether an executor job runs with wide BLAS now (the loop's BLAS calls would wait for it)."""
         return self.current != self.narrow
+
+    # NOTE [Loop products hold BLAS narrow]: the BLAS size is one setting for the whole
+    # process, and OpenBLAS runs one threaded product at a time. So a product the loop
+    # runs inline while an executor job runs wide waits for that job's product, and so
+    # does every coroutine behind it: ``auto`` sends a BLAS node to the executor while a
+    # job is wide. That check alone leaves a race: the loop sees BLAS narrow, starts the
+    # node, and a job starting meanwhile widens BLAS under the node's next product (the
+    # server benchmark caught the loop stalled 15-110 ms in the second product of a
+    # linear layer's backward, beside the executor's forward of the next request). So
+    # before it runs a BLAS node inline, the loop *holds* BLAS narrow for twice the
+    # node's predicted time, and a job that would widen meanwhile runs narrow. The two
+    # sides write their own mark before they read the other's (the loop: ``narrow_until``
+    # then ``current``; the executor: ``current`` then ``narrow_until``), so one of them
+    # always sees the other: either the loop sees the job wide and hands the node over,
+    # or the job sees the hold and stays narrow. A hold ends on its own, so a node that
+    # raises leaves nothing to release.
+    def hold_narrow(self, seconds: float) -> bool:
+        """Called on the loop before it runs a BLAS node inline: executor jobs that start in the next
+        ``seconds`` stay narrow. False when a job already runs wide (then the node goes to the executor)."""
+        until = self._clock() + seconds
+        if until > self.narrow_until:
+            self.narrow_until = until  # first the hold...
+        return self.current == self.narrow  # ...then the look at the executor's size
+
+    def _widen(self) -> bool:
+        """Widen BLAS for the job about to start, unless the loop holds it narrow; whether it widened."""
+        with self._lock:
+            if self.current == self.wide:
+                return True
+            self.current = self.wide  # first the mark the loop reads...
+            if self._clock() < self.narrow_until:  # ...then the loop's hold
+                self.current = self.narrow
+                self.held += 1
+                return False
+            self._set_threads(self.wide)
+            self.switches += 1
+            return True
 
     def decide(self, load: tuple[float, float] | None) -> int:
         """The size for a reading: wide only when other processes and the loop left the cores free."""
@@ -357,4 +397,4 @@ class AdaptiveThreads:
 
     def stats(self) -> dict[str, Any]:
         return {"active": self.active, "narrow": self.narrow, "wide": self.wide, "current": self.current,
-                "switches": self.switches, "load": self.load}
+                "switches": self.switches, "held": self.held, "load": self.load}

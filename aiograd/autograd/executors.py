@@ -231,6 +231,7 @@ class OffloadPolicy:
     threshold_s = 200e-6  # below this a hand-off costs more CPU than overlap buys (NOTE [Offload policy])
     stretch = 1.0  # a kernel predicted up to stretch slices runs inline, from a fresh slice (NOTE [Offload policy] (a))
     default_rate = 1e-9  # seconds per unit of work, until measured
+    hold_min_s = 0.001  # the shortest hold of BLAS at its narrow size for a node run on the loop
 
     def __init__(self) -> None:
         self.mode = "auto"
@@ -262,13 +263,17 @@ class OffloadPolicy:
         """
         if self.mode != "auto":
             return self.mode == "always"
-        if node.__class__.__name__ in BLAS_NODES and _adaptive.is_wide():
-            return True  # on the loop it would wait for the executor's wide product (NOTE [Adaptive BLAS threads])
         predicted = self.predict(node)
         if predicted > time_slice * self.stretch:  # responsiveness: inline, it would hold the loop past a slice...
             if _aio.loop_may_want_turn(predicted):  # ...which matters only if something else may want it
                 return True
-        return loop_has_work and predicted > self.threshold_s  # parallelism: worth a hand-off
+        if loop_has_work and predicted > self.threshold_s:  # parallelism: worth a hand-off
+            return True
+        if _adaptive.active and node.__class__.__name__ in BLAS_NODES:
+            # inline, unless a job runs wide: its products would wait for that job's (NOTE [Loop products
+            # hold BLAS narrow] in blas_threads.py)
+            return not _adaptive.hold_narrow(max(2.0 * predicted, self.hold_min_s))
+        return False
 
     def observe(self, node: "Node", seconds: float) -> None:
         """Refine the rate of ``node``'s type from one measured run; a type's first run is not learned from.
