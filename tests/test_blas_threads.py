@@ -233,13 +233,13 @@ def test_a_job_starting_while_the_loop_runs_a_blas_node_stays_narrow(monkeypatch
     node = (a @ a).grad_fn
     fake, applied, clock = _adaptive([(0.0, 0.0), (0.0, 0.0)])
     monkeypatch.setattr(executors, "_adaptive", fake)
-    monkeypatch.setattr(executors.policy, "rates", {type(node): 1e-3 / node.work})  # predicted: 1 ms
-    assert not executors.policy.should_offload(node, 1.0, False)  # inline, holding BLAS narrow for 2 ms
-    clock.now += 0.0015  # the node still runs when a job starts
+    monkeypatch.setattr(executors.policy, "rates", {type(node): 2e-3 / node.work})  # predicted: 2 ms
+    assert not executors.policy.should_offload(node, 1.0, False)  # inline, holding BLAS narrow for 4 ms
+    clock.now += 0.003  # the node still runs when a job starts
     fake.before_job()
     assert applied == [] and not fake.is_wide() and fake.held == 1
     fake.after_job()
-    clock.now += 0.001  # the hold is over
+    clock.now += 0.0015  # the hold is over
     fake._next = 0.0
     fake.before_job()
     assert applied == [2] and fake.is_wide()

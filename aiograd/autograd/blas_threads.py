@@ -353,7 +353,9 @@ class AdaptiveThreads:
     # server benchmark caught the loop stalled 15-110 ms in the second product of a
     # linear layer's backward, beside the executor's forward of the next request). So
     # before it runs a BLAS node inline, the loop *holds* BLAS narrow for twice the
-    # node's predicted time, and a job that would widen meanwhile runs narrow. The two
+    # node's predicted time (at least ``OffloadPolicy.hold_min_s``, which covers a turn
+    # the engine may give other coroutines before the node runs), and a job that would
+    # widen meanwhile runs narrow. The two
     # sides write their own mark before they read the other's (the loop: ``narrow_until``
     # then ``current``; the executor: ``current`` then ``narrow_until``), so one of them
     # always sees the other: either the loop sees the job wide and hands the node over,

@@ -231,7 +231,10 @@ class OffloadPolicy:
     threshold_s = 200e-6  # below this a hand-off costs more CPU than overlap buys (NOTE [Offload policy])
     stretch = 1.0  # a kernel predicted up to stretch slices runs inline, from a fresh slice (NOTE [Offload policy] (a))
     default_rate = 1e-9  # seconds per unit of work, until measured
-    hold_min_s = 0.001  # the shortest hold of BLAS at its narrow size for a node run on the loop
+    # the shortest hold of BLAS at its narrow size for a node run on the loop (NOTE [Loop products hold
+    # BLAS narrow]): longer than the engine's 1 ms slice, since the engine may give the loop a turn
+    # between this decision and the node's run
+    hold_min_s = 0.002
 
     def __init__(self) -> None:
         self.mode = "auto"
