@@ -246,6 +246,46 @@ def test_a_job_starting_while_the_loop_runs_a_blas_node_stays_narrow(monkeypatch
     fake.after_job()
 
 
+async def test_a_blas_node_run_on_the_loop_holds_blas_narrow_while_it_runs(
+        driven: list[tuple[float, float] | None], monkeypatch: pytest.MonkeyPatch) -> None:
+    adaptive = executors._adaptive
+    during: list[int] = []
+    held = adaptive.hold_narrow
+
+    def hold(seconds: float) -> bool:
+        ok = held(seconds)
+        during.append(adaptive.loop_holds)
+        return ok
+
+    monkeypatch.setattr(adaptive, "hold_narrow", hold)
+    x = ag.tensor(np.ones((64, 64)), requires_grad=True)
+    loss = (x @ x).sum()  # MmBackward0: 2 * 64**3 of work, inline on the loop (nothing else waits)
+    await loss.backward()
+    assert during == [1] and adaptive.loop_holds == 0  # held while it ran, released after
+    np.testing.assert_allclose(x.grad.numpy(), np.full((64, 64), 128.0))
+
+
+def test_a_hold_ends_when_its_node_has_run_or_when_its_time_is_over() -> None:
+    fake, applied, clock = _adaptive([(0.0, 0.0)] * 4)
+    assert fake.hold_narrow(0.004) and fake.hold_narrow(0.004)  # two passes' nodes on the loop
+    fake.release_hold()
+    fake.before_job()
+    assert applied == [] and fake.held == 1  # one node still runs
+    fake.after_job()
+    fake.release_hold()
+    fake._next = 0.0
+    fake.before_job()
+    assert applied == [2]  # both ran: the job widens at once, before the hold's time is over
+    fake.after_job()
+    assert fake.hold_narrow(0.004)  # a node that raises: never released
+    clock.now += 0.005
+    fake._next = 0.0
+    fake.before_job()
+    assert applied == [2, 1, 2]  # its hold is over with its time
+    fake.after_job()
+    assert fake.hold_narrow(0.004) and fake.loop_holds == 1  # the stale hold no longer counts
+
+
 def test_the_loop_and_a_widening_job_always_see_each_other() -> None:
     """Each side writes its mark before it reads the other's: a job that sees no hold has marked
     itself wide before the loop looks (the node goes to the executor); a loop that sees BLAS narrow
@@ -253,6 +293,7 @@ def test_the_loop_and_a_widening_job_always_see_each_other() -> None:
     fake, applied, clock = _adaptive([(0.0, 0.0)])
     fake.before_job()  # the job widened first ...
     assert fake.is_wide() and not fake.hold_narrow(0.002)  # ... so the loop hands its node over
+    assert fake.loop_holds == 0  # and holds nothing
     fake.after_job()
     fake, applied, clock = _adaptive([(0.0, 0.0)])
     seen: list[bool] = []

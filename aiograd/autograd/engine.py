@@ -828,7 +828,7 @@ class Engine:
                             started = t0  # the node's run starts now: the turns of other passes are not its time
                         c0 = kernel_clock()
                         outputs = node.apply(grads)
-                        offload_policy.observe(node, kernel_clock() - c0)
+                        offload_policy.ran_inline(node, kernel_clock() - c0)
                     else:
                         outputs = node.apply(grads)
                         if outputs.__class__ is not tuple and outputs.__class__ is not list:

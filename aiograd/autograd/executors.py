@@ -231,9 +231,9 @@ class OffloadPolicy:
     threshold_s = 200e-6  # below this a hand-off costs more CPU than overlap buys (NOTE [Offload policy])
     stretch = 1.0  # a kernel predicted up to stretch slices runs inline, from a fresh slice (NOTE [Offload policy] (a))
     default_rate = 1e-9  # seconds per unit of work, until measured
-    # the shortest hold of BLAS at its narrow size for a node run on the loop (NOTE [Loop products hold
-    # BLAS narrow]): longer than the engine's 1 ms slice, since the engine may give the loop a turn
-    # between this decision and the node's run
+    # how long a hold of BLAS at its narrow size for a node run on the loop lasts at most, unless the
+    # node ends it before (NOTE [Loop products hold BLAS narrow]): at least longer than the engine's
+    # 1 ms slice, since the engine may give the loop a turn between this decision and the node's run
     hold_min_s = 0.002
 
     def __init__(self) -> None:
@@ -274,9 +274,16 @@ class OffloadPolicy:
             return True
         if _adaptive.active and node.__class__.__name__ in BLAS_NODES:
             # inline, unless a job runs wide: its products would wait for that job's (NOTE [Loop products
-            # hold BLAS narrow] in blas_threads.py)
+            # hold BLAS narrow] in blas_threads.py); ``ran_inline`` ends the hold
             return not _adaptive.hold_narrow(max(2.0 * predicted, self.hold_min_s))
         return False
+
+    def ran_inline(self, node: "Node", seconds: float) -> None:
+        """``node`` (whose work reached ``min_work``) ran on the loop in ``seconds``: learn from it, and end
+        the hold on BLAS's size that ``should_offload`` took for it (NOTE [Loop products hold BLAS narrow])."""
+        self.observe(node, seconds)
+        if self.mode == "auto" and _adaptive.active and node.__class__.__name__ in BLAS_NODES:
+            _adaptive.release_hold()
 
     def observe(self, node: "Node", seconds: float) -> None:
         """Refine the rate of ``node``'s type from one measured run; a type's first run is not learned from.
