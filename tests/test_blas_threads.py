@@ -258,6 +258,7 @@ async def test_a_blas_node_run_on_the_loop_holds_blas_narrow_while_it_runs(
         return ok
 
     monkeypatch.setattr(adaptive, "hold_narrow", hold)
+    monkeypatch.setattr(executors.policy, "rates", {})  # predicted at the default rate: 0.5 ms, inline
     x = ag.tensor(np.ones((64, 64)), requires_grad=True)
     loss = (x @ x).sum()  # MmBackward0: 2 * 64**3 of work, inline on the loop (nothing else waits)
     await loss.backward()
