@@ -351,8 +351,9 @@ class AdaptiveThreads:
     # does every coroutine behind it: ``auto`` sends a BLAS node to the executor while a
     # job is wide. That check alone leaves a race: the loop sees BLAS narrow, starts the
     # node, and a job starting meanwhile widens BLAS under the node's next product (the
-    # server benchmark caught the loop stalled 15-110 ms in the second product of a
-    # linear layer's backward, beside the executor's forward of the next request). So
+    # server benchmark caught the loop stalled 15 ms and more in the second product of a
+    # linear layer's backward, beside the executor's forward of the next request; its
+    # /health probes waited up to 179 ms). So
     # before it runs a BLAS node inline, the loop *holds* BLAS narrow until the node has
     # run (``release_hold``), and a job that would widen meanwhile runs narrow. The two
     # sides write their own mark before they read the other's (the loop: the hold, then
