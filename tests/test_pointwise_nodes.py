@@ -6,7 +6,10 @@ import gc
 import inspect
 from typing import Any, Callable
 
+import pytest
+
 import aiograd as ag
+from aiograd.autograd import graph
 from aiograd.ops import _gen_pointwise, _pointwise_nodes
 from aiograd.ops._pointwise import SPECS
 
@@ -51,8 +54,62 @@ def test_the_graph_keeps_one_tracked_object_per_op() -> None:
     assert _tracked_per_op(lambda h, w: ag.atan2(h, w)) <= 1.0  # saves both operands
 
 
-def test_a_generated_constructor_sets_every_slot_that_node_init_sets() -> None:
-    # the generator copies Node._init_node's stores into each __init__ (one call less per op)
+def _allocated(step: Callable[[Any, Any], Any], n: int) -> int:
+    # net gc-tracked allocations of a chain of n ops, collector off: what counts toward a young collection
+    x = ag.tensor([0.5] * 4, requires_grad=True, dtype=ag.float64)
+    w = ag.tensor([0.9] * 4, requires_grad=True, dtype=ag.float64)
+    h = step(step(x, w), w)
+    gc.collect()
+    gc.disable()
+    try:
+        before = gc.get_count()[0]
+        for _ in range(n):
+            h = step(h, w)
+        return gc.get_count()[0] - before
+    finally:
+        gc.enable()
+
+
+def _allocated_per_op(step: Callable[[Any, Any], Any]) -> float:
+    return (_allocated(step, 600) - _allocated(step, 200)) / 400  # the slope: a chain's fixed few drop out
+
+
+def test_an_op_of_unbroadcast_operands_allocates_its_node_and_one_shape_tuple() -> None:
+    # a shape tuple is tracked until a young collection walks it: a binary node keeps its operands'
+    # shapes only where they were broadcast (graph.py NOTE [Cheap recording])
+    for step in (lambda h, w: h * w, lambda h, w: h * 1.0001, lambda h, w: h + 0.5, lambda h, w: ag.sin(h),
+                 lambda h, w: ag.atan2(h, w)):
+        assert _allocated_per_op(step) <= 2.0
+    x = ag.tensor([[0.5, 0.25]], requires_grad=True)
+    w = ag.tensor([[1.0], [2.0], [3.0]], requires_grad=True)
+    node = (x * w).grad_fn
+    assert (node.a_shape, node.b_shape) == ((1, 2), (3, 1))  # both broadcast to (3, 2): kept
+    node = (x * ag.tensor([[2.0, 3.0]], requires_grad=True)).grad_fn
+    assert (node.a_shape, node.b_shape) == (None, None)
+
+
+def test_a_generated_node_once_linked_has_every_slot_that_node_init_sets() -> None:
+    # the generator copies Node._init_node's stores into each __init__ (one call less per op), less
+    # those its op's link_one / link_pair sets (NOTE [Slots the link sets])
     base = [s for s in ag.autograd.graph.Node.__slots__ if s != "__weakref__"]
-    for node in (_pointwise_nodes.SinBackward0(None, bytearray(9), bytes(9)), ag.autograd.graph.Node()):
-        assert all(hasattr(node, s) for s in base), [s for s in base if not hasattr(node, s)]
+    x = ag.tensor([0.5, 0.25], requires_grad=True)
+    w = ag.tensor([2.0, 3.0], requires_grad=True)
+    nodes = [ag.sin(x).grad_fn, ag.tanh(x).grad_fn, (x * w).grad_fn, (x * 2.0).grad_fn, (2.0 * x).grad_fn,
+             (ag.tensor([1.0, 1.0]) * w).grad_fn, ag.atan2(x, w).grad_fn, (x + w[0]).grad_fn, ag.autograd.graph.Node()]
+    for node in nodes:
+        assert all(hasattr(node, s) for s in base), (node, [s for s in base if not hasattr(node, s)])
+
+
+@pytest.mark.parametrize("link, slots", [
+    ("link_one", graph.LINK_ONE_SLOTS), ("link_pair", graph.LINK_PAIR_SLOTS)])
+def test_the_links_set_the_slots_they_declare(link: str, slots: tuple[str, ...]) -> None:
+    # a node with no slot set, linked: the slots its link declares are exactly those it set
+    x = ag.tensor([0.5, 0.25], requires_grad=True)
+    h = x * 1.0  # an input with a grad_fn
+    for operands in ([h], [x]) if link == "link_one" else ([h, x], [None, h], [x, None]):
+        node = object.__new__(_pointwise_nodes.SinBackward0)
+        out = ag.tensor([0.0, 0.0])
+        getattr(graph, link)(node, *operands, out)
+        base = [s for s in graph.Node.__slots__ if s != "__weakref__"]
+        assert [s for s in base if hasattr(node, s)] == [s for s in base if s in slots]
+        assert out.grad_fn is node

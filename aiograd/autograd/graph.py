@@ -600,7 +600,11 @@ class GraphRoot(Node):
 # and snapshots, none of them tracked (NOTE [Saved inputs] in saved.py, NOTE [Version
 # counters]), so the intermediate Tensor it saved dies with the next op. Temporaries
 # made while recording (an edge list passed to ``link``) die at once and cost the
-# collector nothing. tests/test_pointwise_nodes.py pins the counts (benchmarks/forward.py's
+# collector nothing. Shape tuples count too: a new tuple is tracked until the first young
+# collection walks it, and each one kept counts toward that collection's threshold, so a
+# binary pointwise node keeps an operand's shape only where the operand was broadcast
+# (``a_shape``/``b_shape`` None otherwise: ``h * w`` keeps 2 new objects per op, not 4,
+# and runs half the young collections). tests/test_pointwise_nodes.py pins the counts (benchmarks/forward.py's
 # tracked/op column shows them). The anomaly trace is read only once some anomaly mode was ever entered.
 # (No ``__getattr__`` on Node for defaults: it makes every attribute read of every
 # node, the engine's included, about three times slower.)
@@ -647,6 +651,17 @@ def link(node: Node, edges: "Sequence[Edge | None]", out: "Tensor") -> None:
     _finish(node, out)
 
 
+# NOTE [Slots the link sets]: ``link_one`` sets these slots of its node, and ``link_pair``
+# these and the second edge's. A generated pointwise node (ops/_pointwise_nodes.py) is
+# made by its op with ``_op_init``, which leaves these slots to the link that follows at
+# once, before anything reads the node: storing them twice was a tenth of the bytecodes of
+# recording ``h * w`` (benchmarks/callgrind_chain.py). Its ``__init__``, like every other
+# node's, makes a whole node (``Node._init_node``). tests/test_pointwise_nodes.py checks
+# both lists against these functions.
+LINK_ONE_SLOTS = ("next0", "next0_nr", "n_edges", "topological_nr", "grad_shape", "grad_dtype", "device", "work")
+LINK_PAIR_SLOTS = LINK_ONE_SLOTS + ("next1", "next1_nr")
+
+
 def link_one(node: Node, x: "Tensor", out: "Tensor") -> None:
     """``link(node, [edge_to(x)], out)`` without the list: the op has one input, ``x``, which requires grad."""
     fn = x.grad_fn
@@ -671,9 +686,14 @@ def link_one(node: Node, x: "Tensor", out: "Tensor") -> None:
 
 
 def link_pair(node: Node, a: "Tensor | None", b: "Tensor | None", out: "Tensor") -> None:
-    """``link`` for an op of two inputs, given as the tensors (None: that input needs no gradient)."""
+    """``link`` for an op of two inputs, given as the tensors (None: that input needs no gradient).
+
+    Sets both edges either way (NOTE [Slots the link sets])."""
     topo = 0
-    if a is not None:
+    if a is None:
+        node.next0 = None
+        node.next0_nr = 0
+    else:
         fn = a.grad_fn
         if fn is None:  # NOTE [Leaf sink lookup]
             if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
@@ -683,7 +703,10 @@ def link_pair(node: Node, a: "Tensor | None", b: "Tensor | None", out: "Tensor")
             node.next0_nr = a._output_nr
         node.next0 = fn
         topo = fn.topological_nr + 1
-    if b is not None:
+    if b is None:
+        node.next1 = None
+        node.next1_nr = 0
+    else:
         fn = b.grad_fn
         if fn is None:  # NOTE [Leaf sink lookup]
             if (ref := b._grad_accumulator) is None or (fn := ref()) is None:

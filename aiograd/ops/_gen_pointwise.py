@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from ..autograd.graph import Node
+from ..autograd.graph import LINK_ONE_SLOTS, LINK_PAIR_SLOTS, Node
 
 __all__ = ["PATH", "render", "main"]
 
@@ -46,13 +46,34 @@ def _env_decls(env: tuple[str, ...], row_module: str) -> str:
     return "".join(f"    {name}: ClassVar[Any]  # bound by the row in {row_module} (env=)\n" for name in env)
 
 
-def _base_init() -> str:
-    """Node._init_node's stores, copied into each generated ``__init__`` (one call less per recorded op)."""
+def _base_init(linked: tuple[str, ...]) -> str:
+    """Node._init_node's stores, copied into a generated ``_op_init`` (one call less per recorded op),
+    less those of the slots in ``linked``, which the op's link sets (NOTE [Slots the link sets])."""
     lines = inspect.getsource(Node._init_node).splitlines()[1:]
-    return "".join(line + "\n" for line in lines if line.strip())
+    kept = [line for line in lines if line.strip() and line.split("=")[0].strip()[len("self."):] not in linked]
+    which = "link_one" if linked == LINK_ONE_SLOTS else "link_pair"
+    return (f"        # Node._init_node, inlined (the generator copies it), less the slots {which} sets\n"
+            "        # (NOTE [Slots the link sets])\n" + "".join(line + "\n" for line in kept))
 
 
-_BASE_INIT = "        # Node._init_node, inlined (the generator copies it)\n" + _base_init()
+_UNARY_INIT = _base_init(LINK_ONE_SLOTS)
+_BINARY_INIT = _base_init(LINK_PAIR_SLOTS)
+
+
+def _inits(params: str, fields: list[str], base_init: str) -> str:
+    """A generated node's two initializers: ``__init__`` makes a whole node (not linked);
+    ``_op_init``, what its op runs on a bare ``object.__new__`` node that it links at once,
+    leaves the slots the link sets (NOTE [Slots the link sets], NOTE [Nodes made without
+    type.__call__] in _pointwise.py)."""
+    args = ", ".join(fields)
+    return (
+        f"    def __init__(self, {params}) -> None:\n"
+        "        self._init_node()\n"
+        f"        self._op_init({args})\n\n"
+        f"    def _op_init(self, {params}) -> None:\n"
+        + base_init
+        + "".join(f"        self.{f} = {f}\n" for f in fields)
+    )
 
 _HEAD = '''\
 """The Node classes of the pointwise rows (ops/elementwise.py, ops/special.py).
@@ -71,7 +92,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..autograd.graph import _NO_EDGES, _NO_METADATA, ZERO_VERSION, Node, Shape, next_sequence_nr, sole_owner, sum_to
-from ..device import CPU
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
@@ -127,13 +147,8 @@ def _unary(spec: dict) -> str:
         f"    counter: VersionCounter  # the {what}'s version counter\n"
         "    version: Version  # its snapshot at save\n"
     )
-    init = (
-        "    def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:\n"
-        + _BASE_INIT
-        + "        self.saved = saved\n"
-        "        self.counter = counter\n"
-        "        self.version = version\n"
-    )
+    init = _inits("saved: SavedArray, counter: VersionCounter, version: Version", ["saved", "counter", "version"],
+                  _UNARY_INIT)
     # the in-place check reads one byte where the snapshot is ZERO_VERSION (NOTE [Version counters])
     fast = ("        if s is not None and g.__class__ is not Tensor and (\n"
             "                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):\n"
@@ -175,15 +190,17 @@ def _binary(spec: dict) -> str:
         return (
             f"        if self.{slot} is not None:\n{loads}"
             f"            {var} = {_code(formula, env)}\n"
-            f"            if {var}.shape != self.{shape}:\n"
+            f"            if self.{shape} is not None and {var}.shape != self.{shape}:\n"
             f"                {var} = sum_to({var}, self.{shape})\n"
         )
 
+    # a_shape / b_shape: the operand's shape where it was broadcast (the gradient is summed back
+    # to it), else None: no shape tuple kept per node (graph.py NOTE [Cheap recording])
     slots = ["a", "a_counter", "a_version", "b", "b_counter", "b_version", "a_shape", "b_shape"]
     slots += ["out", "out_counter", "out_version"] if uses_out else []
     ann = {"a": "SavedInputOperand", "a_counter": "VersionCounter | None", "a_version": "Version | None",
            "b": "SavedInputOperand", "b_counter": "VersionCounter | None", "b_version": "Version | None",
-           "a_shape": "Shape", "b_shape": "Shape", "out": "SavedArray", "out_counter": "VersionCounter",
+           "a_shape": "Shape | None", "b_shape": "Shape | None", "out": "SavedArray", "out_counter": "VersionCounter",
            "out_version": "Version"}
     params = ", ".join(f"{s}: {ann[s]}" for s in slots)
     released = ["a", "b"] + (["out"] if uses_out else [])
@@ -193,9 +210,7 @@ def _binary(spec: dict) -> str:
         f"    __slots__ = ({', '.join(repr(s) for s in slots)})\n"
         + "".join(f"    {s}: {ann[s]}\n" for s in slots)
         + _env_decls(env, spec["module"]) + "\n"
-        + f"    def __init__(self, {params}) -> None:\n"
-        + _BASE_INIT
-        + "".join(f"        self.{s} = {s}\n" for s in slots) + "\n"
+        + _inits(params, slots, _BINARY_INIT) + "\n"
         "    def release_variables(self) -> None:\n"
         + "".join(f"        self.{s} = None\n" for s in released) + "\n"
         "    def apply(self, grads: list[Any]) -> tuple[Any, Any]:\n"

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..autograd.graph import _NO_EDGES, _NO_METADATA, ZERO_VERSION, Node, Shape, next_sequence_nr, sole_owner, sum_to
-from ..device import CPU
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
 
@@ -95,20 +94,17 @@ class AbsBackward0(Node):
     sign_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -140,20 +136,17 @@ class AcosBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -183,20 +176,17 @@ class AcoshBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -227,24 +217,19 @@ class AddBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -266,11 +251,11 @@ class AddBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             ga = g
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             gb = g
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -284,20 +269,17 @@ class AsinBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -327,20 +309,17 @@ class AsinhBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -371,25 +350,20 @@ class Atan2Backward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     recip: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -419,7 +393,7 @@ class Atan2Backward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * b * self.recip(a, b)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
@@ -431,7 +405,7 @@ class Atan2Backward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * -a * self.recip(a, b)
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -445,20 +419,17 @@ class AtanBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -488,20 +459,17 @@ class AtanhBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -544,29 +512,24 @@ class CopysignBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     out: SavedArray
     out_counter: VersionCounter
     out_version: Version
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape, out, out_counter, out_version)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -600,11 +563,11 @@ class CopysignBackward0(Node):
                                         else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             gb = self.zeros_like_grad(g)
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -619,29 +582,24 @@ class CopysignBackward1(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     out: SavedArray
     out_counter: VersionCounter
     out_version: Version
     copysign_ratio: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape, out, out_counter, out_version)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -675,11 +633,11 @@ class CopysignBackward1(Node):
                                         else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * self.copysign_ratio(a, out, g)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             gb = g
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -693,20 +651,17 @@ class CosBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -738,20 +693,17 @@ class CoshBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -795,20 +747,17 @@ class DigammaBackward0(Node):
     polygamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -841,24 +790,19 @@ class DivBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -884,7 +828,7 @@ class DivBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g / b
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
@@ -896,7 +840,7 @@ class DivBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = -g * a / (b * b)
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -910,20 +854,17 @@ class ErfBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -955,20 +896,17 @@ class ErfcBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1000,20 +938,17 @@ class ErfinvBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1045,20 +980,17 @@ class Exp2Backward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1090,20 +1022,17 @@ class ExpBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1135,20 +1064,17 @@ class Expm1Backward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1193,27 +1119,22 @@ class HypotBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     out: SavedArray
     out_counter: VersionCounter
     out_version: Version
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape, out, out_counter, out_version)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -1247,7 +1168,7 @@ class HypotBackward0(Node):
                                         else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             ga = g * a / out
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             b: Any = self.b
@@ -1259,7 +1180,7 @@ class HypotBackward0(Node):
                                         else self.out_counter != self.out_version):
                 out = unpack_output(self, out, self.out_counter, self.out_version, graph)
             gb = g * b / out
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -1274,20 +1195,17 @@ class LgammaBackward0(Node):
     digamma_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1319,20 +1237,17 @@ class Log10Backward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1362,20 +1277,17 @@ class Log1PBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1405,20 +1317,17 @@ class Log2Backward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1448,20 +1357,17 @@ class LogBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1492,25 +1398,20 @@ class Logaddexp2Backward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -1540,7 +1441,7 @@ class Logaddexp2Backward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.sigmoid_any((a - b) * 0.6931471805599453)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
@@ -1552,7 +1453,7 @@ class Logaddexp2Backward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.sigmoid_any((b - a) * 0.6931471805599453)
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -1567,25 +1468,20 @@ class LogaddexpBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     sigmoid_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -1615,7 +1511,7 @@ class LogaddexpBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.sigmoid_any(a - b)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
@@ -1627,7 +1523,7 @@ class LogaddexpBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.sigmoid_any(b - a)
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -1642,27 +1538,22 @@ class MaximumBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -1692,7 +1583,7 @@ class MaximumBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.tie_weight(a, b, g, self.less)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
@@ -1704,7 +1595,7 @@ class MaximumBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.tie_weight(b, a, g, self.less)
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -1719,27 +1610,22 @@ class MinimumBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     greater: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     less: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
     tie_weight: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -1769,7 +1655,7 @@ class MinimumBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.tie_weight(a, b, g, self.greater)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
@@ -1781,7 +1667,7 @@ class MinimumBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * self.tie_weight(b, a, g, self.greater)
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -1796,24 +1682,19 @@ class MulBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -1839,7 +1720,7 @@ class MulBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * b
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
@@ -1847,7 +1728,7 @@ class MulBackward0(Node):
                                         and (ac[0] if self.a_version is ZERO_VERSION else ac != self.a_version)):
                 a = unpack_input(self, 0, a, self.a_counter, self.a_version, graph)
             gb = g * a
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -1883,20 +1764,17 @@ class ReciprocalBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1928,20 +1806,17 @@ class ReluBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -1985,20 +1860,17 @@ class RsqrtBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2030,20 +1902,17 @@ class SigmoidBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2087,20 +1956,17 @@ class SinBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2133,20 +1999,17 @@ class SincBackward0(Node):
     sinc_derivative: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2178,20 +2041,17 @@ class SinhBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2223,20 +2083,17 @@ class SqrtBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2267,24 +2124,19 @@ class SubBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -2306,11 +2158,11 @@ class SubBackward0(Node):
         ga = gb = None
         if self.next0 is not None:
             ga = g
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             gb = -g
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -2324,20 +2176,17 @@ class TanBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2369,20 +2218,17 @@ class TanhBackward0(Node):
     version: Version  # its snapshot at save
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
+        self._init_node()
+        self._op_init(saved, counter, version)
+
+    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
         self.next1 = None
         self.next1_nr = 0
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.saved = saved
@@ -2427,26 +2273,21 @@ class XlogyBackward0(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -2476,7 +2317,7 @@ class XlogyBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = g * self.xlogy_any((a != 0) | (b > 0), b)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a = self.a
@@ -2488,7 +2329,7 @@ class XlogyBackward0(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * a / b
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -2503,26 +2344,21 @@ class XlogyBackward1(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -2544,7 +2380,7 @@ class XlogyBackward1(Node):
         ga = gb = None
         if self.next0 is not None:
             ga = g
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             a: Any = self.a
@@ -2556,7 +2392,7 @@ class XlogyBackward1(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             gb = g * a / b
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
 
@@ -2571,26 +2407,21 @@ class XlogyBackward2(Node):
     b: SavedInputOperand
     b_counter: VersionCounter | None
     b_version: Version | None
-    a_shape: Shape
-    b_shape: Shape
+    a_shape: Shape | None
+    b_shape: Shape | None
     number_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
     xlogy_any: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.special (env=)
 
-    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape, b_shape: Shape) -> None:
-        # Node._init_node, inlined (the generator copies it)
-        self.next0 = None
-        self.next0_nr = 0
-        self.next1 = None
-        self.next1_nr = 0
+    def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        self._init_node()
+        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
+
+    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
         self.more_edges = _NO_EDGES
-        self.n_edges = 0
         self.sequence_nr = next_sequence_nr()
-        self.topological_nr = 0
-        self.grad_shape = None
-        self.grad_dtype = None
-        self.device = CPU
         self.more_metadata = _NO_METADATA
-        self.work = 0
         self._hooks = None
         self._metadata = None
         self.a = a
@@ -2620,10 +2451,10 @@ class XlogyBackward2(Node):
                                         and (bc[0] if self.b_version is ZERO_VERSION else bc != self.b_version)):
                 b = unpack_input(self, 1, b, self.b_counter, self.b_version, graph)
             ga = self.number_grad(g, a, b)
-            if ga.shape != self.a_shape:
+            if self.a_shape is not None and ga.shape != self.a_shape:
                 ga = sum_to(ga, self.a_shape)
         if self.next1 is not None:
             gb = g
-            if gb.shape != self.b_shape:
+            if self.b_shape is not None and gb.shape != self.b_shape:
                 gb = sum_to(gb, self.b_shape)
         return ga, gb
