@@ -370,13 +370,12 @@ def make_binary(
                     vb = cb.copy() if cb[0] else ZERO_VERSION
             else:
                 sb = b
+        node = _new_node(node_cls)  # NOTE [Nodes made without type.__call__]
         if uses_out:
             oc = out._vc = new_version_counter()  # a new tensor: no counter yet
-            node = _new_node(node_cls)  # NOTE [Nodes made without type.__call__]
             node._op_init(sa, ca, va, sb, cb, vb, a_shape, b_shape, out._data, oc, ZERO_VERSION)  # type: ignore[attr-defined]
-            return node
-        node = _new_node(node_cls)
-        node._op_init(sa, ca, va, sb, cb, vb, a_shape, b_shape)  # type: ignore[attr-defined]
+        else:
+            node._op_init(sa, ca, va, sb, cb, vb, a_shape, b_shape)  # type: ignore[attr-defined]
         return node
 
     def general(input: Any, other: Any) -> Tensor:
@@ -414,14 +413,15 @@ def make_binary(
                     bd = other._data
                     dt = ad.dtype
                     if dt is bd.dtype and input._device is other._device and (dt.kind == "f" or fast_ints):
-                        sa: Shape | None = ad.shape
-                        sb: Shape | None = bd.shape
-                        if sa == sb:
+                        shape = ad.shape
+                        sa: Shape | None
+                        sb: Shape | None
+                        if shape == bd.shape:
                             res = kernel(ad, bd)
                             sa = sb = None  # no operand was broadcast: nothing to sum back to
                         else:
                             res = _broadcasting(kernel, ad, bd)
-                            sa, sb = reduced_shapes(ad.shape, bd.shape, res.shape)
+                            sa, sb = reduced_shapes(shape, bd.shape, res.shape)
                         if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
                             res = np.asarray(res)
                         out = new_tensor(res, input._device)
