@@ -11,14 +11,17 @@ inside ``itertools.starmap`` (which wraps the measured phase and nothing else)::
 and divide the ``totals`` line of ``cg.out`` by the number of ops. ``kind`` is ``sin``,
 ``muladd`` (``h * 1.0001 + 0.5``: two ops per step) or ``hw`` (``h * w``, ``w`` a leaf
 that requires grad); ``phase`` is ``record`` or ``back``. A first pass runs before the
-measured one, so lazy imports and caches are not counted. benchmarks/README.md has the
-figures.
+measured one, so lazy imports and caches are not counted, and a full collection right
+before it, so the collector's counts start at zero: otherwise where its collections fall
+in the measured phase depends on what the import left, and moves a count by a few per
+cent between two trees. benchmarks/README.md has the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import itertools
 
 import numpy as np
@@ -42,6 +45,7 @@ def main() -> None:
         return h.sum()
 
     chain().backward()  # warm-up
+    gc.collect()
     if args.phase == "record":
         collections.deque(itertools.starmap(chain, [()]), 1)  # keeps the graph: its release is not recording
     else:

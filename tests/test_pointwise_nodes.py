@@ -23,7 +23,8 @@ def test_the_checked_in_node_classes_are_what_the_generator_writes() -> None:
 def test_every_pointwise_row_binds_to_its_generated_class() -> None:
     for node in SPECS:
         cls = getattr(_pointwise_nodes, node)
-        assert "apply" in cls.__dict__ and "__init__" in cls.__dict__ or not cls.__slots__, node
+        assert "apply" in cls.__dict__ and "record" in cls.__dict__, node
+        assert "__init__" in cls.__dict__ or not cls.__slots__, node
         assert inspect.getsourcefile(cls) == str(_gen_pointwise.PATH)
     y = ag.tensor([1.0, 2.0], requires_grad=True) * 3.0
     assert type(y.grad_fn) is _pointwise_nodes.MulBackward0
@@ -113,3 +114,54 @@ def test_the_links_set_the_slots_they_declare(link: str, slots: tuple[str, ...])
         base = [s for s in graph.Node.__slots__ if s != "__weakref__"]
         assert [s for s in base if hasattr(node, s)] == [s for s in base if s in slots]
         assert out.grad_fn is node
+
+
+def _node_slots(node: graph.Node) -> dict[str, Any]:
+    """Every slot of ``node`` (its class's and Node's) but ``sequence_nr``, by name."""
+    names = [n for c in type(node).__mro__ for n in c.__dict__.get("__slots__", ()) if n != "__weakref__"]
+    return {n: getattr(node, n) for n in names if n != "sequence_nr"}
+
+
+def _same(x: Any, y: Any) -> bool:
+    return x is y or (not hasattr(x, "__array__") and x == y)
+
+
+_BINARY_OPS = [ag.mul, ag.add, ag.sub, ag.div, ag.atan2, ag.hypot, ag.maximum, ag.copysign, ag.logaddexp, ag.xlogy]
+
+
+@pytest.mark.parametrize("op", _BINARY_OPS, ids=lambda op: op.__name__)
+@pytest.mark.parametrize("ra, rb", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_record_makes_the_node_that_its_init_and_link_pair_make(op: Any, ra: bool, rb: bool, broadcast: bool) -> None:
+    # NOTE [Recorded by the node class]: record copies Node._init_node and graph.link_pair; the node it
+    # makes is the one the constructor and the shared link make from the same saved fields
+    a = ag.tensor([[0.5, 0.25]], requires_grad=ra, dtype=ag.float64)
+    b = ag.tensor([[1.5], [2.0]] if broadcast else [[1.5, 2.0]], requires_grad=rb, dtype=ag.float64)
+    a = a * 1.0 if ra else a  # an operand with a grad_fn: its output_nr and topological_nr are read
+    for other in ([b, 2.0] if ra and not rb and op in (ag.mul, ag.add, ag.sub, ag.div) else [b]):
+        out = op(a, other)
+        node = out.grad_fn
+        assert out.requires_grad and node is not None
+        cls = type(node)
+        made = cls(*[getattr(node, f) for f in cls._fields])  # type: ignore[attr-defined]
+        again = ag.tensor(out.detach())
+        graph.link_pair(made, a if ra else None, other if rb else None, again)
+        mine, theirs = _node_slots(node), _node_slots(made)
+        assert mine.keys() == theirs.keys()
+        assert all(_same(mine[k], theirs[k]) for k in mine), {k: (mine[k], theirs[k]) for k in mine
+                                                                if not _same(mine[k], theirs[k])}
+
+
+@pytest.mark.parametrize("op", [ag.sin, ag.exp, ag.tanh, ag.abs, ag.ceil, ag.sqrt], ids=lambda op: op.__name__)
+def test_record_makes_the_node_that_its_init_and_link_one_make(op: Any) -> None:
+    x = ag.tensor([0.5, 0.25], requires_grad=True, dtype=ag.float64)
+    for h in (x, x * 1.0):  # a leaf (its AccumulateGrad) and an input with a grad_fn
+        out = op(h)
+        node = out.grad_fn
+        cls = type(node)
+        made = cls(*[getattr(node, f) for f in cls._fields])  # type: ignore[attr-defined]
+        graph.link_one(made, h, ag.tensor(out.detach()))
+        mine, theirs = _node_slots(node), _node_slots(made)
+        assert mine.keys() == theirs.keys()
+        assert all(_same(mine[k], theirs[k]) for k in mine), {k: (mine[k], theirs[k]) for k in mine
+                                                                if not _same(mine[k], theirs[k])}

@@ -653,11 +653,12 @@ def link(node: Node, edges: "Sequence[Edge | None]", out: "Tensor") -> None:
 
 # NOTE [Slots the link sets]: ``link_one`` sets these slots of its node, and ``link_pair``
 # these and the second edge's. A generated pointwise node (ops/_pointwise_nodes.py) is
-# made by its op with ``_op_init``, which leaves these slots to the link that follows at
-# once, before anything reads the node: storing them twice was a tenth of the bytecodes of
-# recording ``h * w`` (benchmarks/callgrind_chain.py). Its ``__init__``, like every other
-# node's, makes a whole node (``Node._init_node``). tests/test_pointwise_nodes.py checks
-# both lists against these functions.
+# made by its class's ``record``, which copies Node._init_node's stores less these slots,
+# and then the link's statements (ops/_pointwise.py NOTE [Recorded by the node class]):
+# storing them twice was a tenth of the bytecodes of recording ``h * w``
+# (benchmarks/callgrind_chain.py). Its ``__init__``, like every other node's, makes a whole
+# node (``Node._init_node``). tests/test_pointwise_nodes.py checks both lists against these
+# functions.
 LINK_ONE_SLOTS = ("next0", "next0_nr", "n_edges", "topological_nr", "grad_shape", "grad_dtype", "device", "work")
 LINK_PAIR_SLOTS = LINK_ONE_SLOTS + ("next1", "next1_nr")
 

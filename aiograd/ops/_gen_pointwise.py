@@ -5,7 +5,8 @@ Run ``python -m aiograd.ops._gen_pointwise`` after adding or changing a row made
 only reports whether the file is current; tests/test_pointwise_nodes.py fails when it
 is not). The rows register what their Node needs in ``_pointwise.SPECS`` when
 aiograd is imported; this script turns each into a class with an explicit
-``__init__``, ``release_variables`` and ``apply`` (NOTE [Formulas] in _pointwise.py).
+``__init__``, ``record`` (what the op's forward calls: NOTE [Recorded by the node class]
+in _pointwise.py), ``release_variables`` and ``apply`` (NOTE [Formulas]).
 
 NOTE [Bound numpy names]: each ``np.<name>`` a formula reads becomes a module global
 ``np_<name> = np.<name>`` of the generated file: a global load is specialized by the
@@ -15,12 +16,15 @@ interpreter, where ``np.cos`` goes through numpy's module ``__getattr__`` on eve
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import sys
+import textwrap
 from pathlib import Path
+from typing import Any
 
-from ..autograd.graph import LINK_ONE_SLOTS, LINK_PAIR_SLOTS, Node
+from ..autograd.graph import LINK_ONE_SLOTS, LINK_PAIR_SLOTS, Node, link_one, link_pair
 
 __all__ = ["PATH", "render", "main"]
 
@@ -46,34 +50,75 @@ def _env_decls(env: tuple[str, ...], row_module: str) -> str:
     return "".join(f"    {name}: ClassVar[Any]  # bound by the row in {row_module} (env=)\n" for name in env)
 
 
+def _statements(fn: Any) -> list[str]:
+    """The source lines of ``fn``'s statements after its docstring, at a method body's indentation."""
+    src = textwrap.dedent(inspect.getsource(fn))
+    tree = ast.parse(src).body[0]
+    assert isinstance(tree, ast.FunctionDef)
+    body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
+    return ["    " + line if line.strip() else "" for line in src.splitlines()[body[0].lineno - 1: tree.end_lineno]]
+
+
 def _base_init(linked: tuple[str, ...]) -> str:
-    """Node._init_node's stores, copied into a generated ``_op_init`` (one call less per recorded op),
-    less those of the slots in ``linked``, which the op's link sets (NOTE [Slots the link sets])."""
-    lines = inspect.getsource(Node._init_node).splitlines()[1:]
-    kept = [line for line in lines if line.strip() and line.split("=")[0].strip()[len("self."):] not in linked]
+    """Node._init_node's stores on ``node``, copied into a generated ``record`` (one call less per
+    recorded op), less those of the slots in ``linked``, which the link copied after them sets
+    (NOTE [Slots the link sets])."""
+    lines = [line.replace("self.", "node.", 1) for line in _statements(Node._init_node)]
+    kept = [line for line in lines if line.strip() and line.split("=")[0].strip()[len("node."):] not in linked]
     which = "link_one" if linked == LINK_ONE_SLOTS else "link_pair"
     return (f"        # Node._init_node, inlined (the generator copies it), less the slots {which} sets\n"
             "        # (NOTE [Slots the link sets])\n" + "".join(line + "\n" for line in kept))
 
 
+def _link(fn: Any, call: str) -> str:
+    """``fn``'s statements (graph.link_one or link_pair), copied into a generated ``record``."""
+    return (f"        # graph.{call}, inlined (the generator copies it)\n"
+            + "".join(line + "\n" for line in _statements(fn)))
+
+
 _UNARY_INIT = _base_init(LINK_ONE_SLOTS)
 _BINARY_INIT = _base_init(LINK_PAIR_SLOTS)
+_UNARY_LINK = _link(link_one, "link_one(node, x, out)")
+_BINARY_LINK = _link(link_pair, "link_pair(node, a, b, out)")
 
 
-def _inits(params: str, fields: list[str], base_init: str) -> str:
-    """A generated node's two initializers: ``__init__`` makes a whole node (not linked);
-    ``_op_init``, what its op runs on a bare ``object.__new__`` node that it links at once,
-    leaves the slots the link sets (NOTE [Slots the link sets], NOTE [Nodes made without
-    type.__call__] in _pointwise.py)."""
-    args = ", ".join(fields)
-    return (
-        f"    def __init__(self, {params}) -> None:\n"
-        "        self._init_node()\n"
-        f"        self._op_init({args})\n\n"
-        f"    def _op_init(self, {params}) -> None:\n"
-        + base_init
-        + "".join(f"        self.{f} = {f}\n" for f in fields)
-    )
+def _init(params: str, fields: list[str]) -> str:
+    """A generated node's ``__init__``: a whole node, not linked (for anyone who builds one by hand)."""
+    return (f"    def __init__(self, {params}) -> None:\n"
+            "        self._init_node()\n"
+            + "".join(f"        self.{f} = {f}\n" for f in fields))
+
+
+# The snapshot of a tensor's version counter at save (saved.counter_and_version written out:
+# NOTE [Saved inputs], NOTE [Version counters]). {t}: the tensor; {c}/{v}: the node's slots.
+_SAVE_COUNTER = """\
+{i}c = {t}._vc
+{i}if c is None:
+{i}    c = {t}._vc = new_version_counter()
+{i}    node.{v} = ZERO_VERSION
+{i}else:
+{i}    node.{v} = c.copy() if c[0] else ZERO_VERSION
+{i}node.{c} = c
+"""
+
+
+def _save_operand(x: str, when: str | None) -> str:
+    """A binary record's saving of operand ``x`` (a Tensor or a number) under the condition ``when``
+    ("" always; None never: it stores 0, no formula that runs reads it)."""
+    if when is None:
+        return f"        node.{x} = 0\n        node.{x}_counter = node.{x}_version = None\n"
+    i = "            " if when else "        "
+    text = (f"{i}if {x}.__class__ is Tensor or isinstance({x}, Tensor):\n"
+            f"{i}    node.{x} = {x}._data\n"
+            + _SAVE_COUNTER.format(i=i + "    ", t=x, c=f"{x}_counter", v=f"{x}_version")
+            + f"{i}else:\n"
+            f"{i}    node.{x} = {x}\n"
+            f"{i}    node.{x}_counter = node.{x}_version = None\n")
+    if not when:
+        return text
+    return (f"        if {when}:\n" + text + "        else:\n"
+            f"            node.{x} = 0\n            node.{x}_counter = node.{x}_version = None\n")
+
 
 _HEAD = '''\
 """The Node classes of the pointwise rows (ops/elementwise.py, ops/special.py).
@@ -87,13 +132,27 @@ say how the rows use them, NOTE [Saved inputs] in autograd/saved.py how operands
 # mypy: disable-error-code="no-any-return"
 from __future__ import annotations
 
+import traceback
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import _NO_EDGES, _NO_METADATA, ZERO_VERSION, Node, Shape, next_sequence_nr, sole_owner, sum_to
+from ..autograd import grad_mode as _gm
+from ..autograd.graph import (
+    _NO_EDGES,
+    _NO_METADATA,
+    ZERO_VERSION,
+    Node,
+    Shape,
+    new_version_counter,
+    next_sequence_nr,
+    sole_owner,
+    sum_to,
+)
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
+
+_new_node = object.__new__  # NOTE [Nodes made without type.__call__] in _pointwise.py
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
 '''
@@ -121,11 +180,19 @@ def _unary(spec: dict) -> str:
     name, node, rule, saves, env = spec["name"], spec["node"], spec["rule"], spec["saves"], spec["env"]
     code = _code(rule, env)
     doc = f'    """Backward of {name}: grad_input = {rule}' + (f" (v = saved {saves})" if saves != "none" else "") + '."""\n\n'
+    record_head = (
+        "    @staticmethod\n"
+        "    def record(x: Tensor, out: Tensor) -> None:\n"
+        f'        """Makes and links the node of ``out = {name}(x)`` (NOTE [Recorded by the node class])."""\n'
+        f"        node = _new_node({node})  # NOTE [Nodes made without type.__call__]\n"
+        + _UNARY_INIT
+    )
     if saves == "none":
         return (
             f"class {node}(Node):\n{doc}"
             "    __slots__ = ()\n"
-            + _env_decls(env, spec["module"])
+            + _env_decls(env, spec["module"]) + "\n"
+            + record_head + _UNARY_LINK
             + "\n    def apply(self, grads: list[Any]) -> tuple[Any]:\n"
             "        g = grads[0]\n"
             "        graph = g.__class__ is Tensor\n"
@@ -147,8 +214,12 @@ def _unary(spec: dict) -> str:
         f"    counter: VersionCounter  # the {what}'s version counter\n"
         "    version: Version  # its snapshot at save\n"
     )
-    init = _inits("saved: SavedArray, counter: VersionCounter, version: Version", ["saved", "counter", "version"],
-                  _UNARY_INIT)
+    t = "x" if saves == "input" else "out"
+    init = (_init("saved: SavedArray, counter: VersionCounter, version: Version", ["saved", "counter", "version"])
+            + "\n" + record_head
+            + f"        node.saved = {t}._data\n"
+            + _SAVE_COUNTER.format(i="        ", t=t, c="counter", v="version")
+            + _UNARY_LINK)
     # the in-place check reads one byte where the snapshot is ZERO_VERSION (NOTE [Version counters])
     fast = ("        if s is not None and g.__class__ is not Tensor and (\n"
             "                not self.counter[0] if self.version is ZERO_VERSION else self.counter == self.version):\n"
@@ -204,13 +275,37 @@ def _binary(spec: dict) -> str:
            "out_version": "Version"}
     params = ", ".join(f"{s}: {ann[s]}" for s in slots)
     released = ["a", "b"] + (["out"] if uses_out else [])
+
+    def needed(x: str) -> str | None:
+        """When operand ``x`` is saved: the formulas of the operands that require grad read it."""
+        by_a, by_b = _uses(da, x), _uses(db, x)
+        return "" if by_a and by_b else "ra" if by_a else "rb" if by_b else None  # record runs with ra or rb
+
+    saved_out = ("        node.out = out._data\n"
+                 "        node.out_counter = out._vc = new_version_counter()  # a new tensor: no counter yet\n"
+                 "        node.out_version = ZERO_VERSION\n") if uses_out else ""
+    record = (
+        "    @staticmethod\n"
+        "    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,\n"
+        "               out: Tensor) -> None:\n"
+        f'        """Makes and links the node of ``out = {name}(a, b)``; ``ra``/``rb``: which operand requires grad\n'
+        "        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is\n"
+        '        the operand\'s where it was broadcast, else None."""\n'
+        f"        node = _new_node({node})  # NOTE [Nodes made without type.__call__]\n"
+        + _BINARY_INIT
+        + _save_operand("a", needed("a")) + _save_operand("b", needed("b"))
+        + "        node.a_shape = a_shape\n        node.b_shape = b_shape\n" + saved_out
+        + "        if not ra:  # no edge to an operand that needs no gradient\n            a = None\n"
+        "        if not rb:\n            b = None\n"
+        + _BINARY_LINK
+    )
     return (
         f"class {node}(Node):\n"
         f'    """Backward of {name}: grad_a = {da}, grad_b = {db}, each summed to its operand\'s shape."""\n\n'
         f"    __slots__ = ({', '.join(repr(s) for s in slots)})\n"
         + "".join(f"    {s}: {ann[s]}\n" for s in slots)
         + _env_decls(env, spec["module"]) + "\n"
-        + _inits(params, slots, _BINARY_INIT) + "\n"
+        + _init(params, slots) + "\n" + record + "\n"
         "    def release_variables(self) -> None:\n"
         + "".join(f"        self.{s} = None\n" for s in released) + "\n"
         "    def apply(self, grads: list[Any]) -> tuple[Any, Any]:\n"

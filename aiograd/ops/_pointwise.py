@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import numpy as np
 
 from .._sparse import SparseCOO
-from ..autograd.graph import ZERO_VERSION, Node, Shape, link_one, link_pair, new_version_counter
+from ..autograd.graph import Node, Shape
 from . import _pointwise_nodes
 from ..tensor import Tensor, get_default_dtype, new_tensor, tensor
 from ._common import (
@@ -194,12 +194,25 @@ def prep_operands(a: Any, b: Any, op: str, second: str = "other") -> tuple[Any, 
 
 # NOTE [Nodes made without type.__call__]: on Python 3.11 calling a class whose __init__ is
 # Python code is not specialized: ``MulBackward0(...)`` packs its arguments into a tuple and
-# goes through type_call and slot_tp_init. ``object.__new__(cls)`` and then the method
-# ``node._op_init(...)``, a plain Python-to-Python call, cost about 400 machine instructions
-# less per recorded op (benchmarks/callgrind_chain.py: ``h * w`` 21,845 -> 21,423). The
-# generated pointwise nodes of the tiny-op path are made this way, and ``_op_init`` leaves
-# the slots that the link right after it sets (NOTE [Slots the link sets] in graph.py).
-_new_node = object.__new__
+# goes through type_call and slot_tp_init. A generated pointwise node is made by its class's
+# ``record`` as ``object.__new__(cls)`` with its slots stored after it: about 400 machine
+# instructions less per recorded op (benchmarks/callgrind_chain.py: ``h * w`` 21,845 -> 21,423).
+#
+# NOTE [Recorded by the node class]: each generated pointwise Node class has a static
+# ``record`` (ops/_pointwise_nodes.py) that makes the node of one op, saves what its
+# formulas read and links it: Node._init_node's stores, the saving, and graph.link_one /
+# link_pair, copied in by the generator (the link's slots stored once, NOTE [Slots the link
+# sets] in graph.py). The op's forward makes one call to record its result. Two reasons:
+#   - one Python frame per recorded op, where a shared ``make_node``, the node's initializer
+#     and a shared link took three;
+#   - every attribute store sees one node class: a link shared by all ops specializes for
+#     the class it saw last, and misses on every op of a graph that mixes two (``h * 1.0001
+#     + 0.5``: Mul, Add, Mul, ...).
+# Measured (benchmarks/callgrind_chain.py KIND 3000 record, instructions per op): ``h * w``
+# 20,798 -> 19,037; ``h * 1.0001 + 0.5`` (2 ops) 42,143 -> 35,807; ``sin`` 14,945 -> 14,306
+# (benchmarks/README.md). The generated module repeats the copied lines in each class; the
+# freshness test keeps every copy what graph.py's functions say.
+# Hand-written ops make their nodes with the constructor and link with graph.py's functions.
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -232,6 +245,10 @@ class _NotGenerated(Node):
     def __init__(self, *args: Any) -> None:
         self._init_node()
         self.args = args
+
+    @staticmethod
+    def record(*args: Any) -> None:
+        raise RuntimeError("this op's node class is not generated yet: run python -m aiograd.ops._gen_pointwise")
 
     def apply(self, grads: list[Any]) -> Any:
         raise RuntimeError(f"{self.name()} is not generated yet: run python -m aiograd.ops._gen_pointwise")
@@ -270,8 +287,7 @@ def make_unary(
         raise ValueError(f"{name}: integers must be 'float', 'keep' or 'copy', got {integers!r}")
     node_cls = _node_class({"kind": "unary", "name": name, "node": node, "rule": rule, "saves": saves,
                             "env": tuple(sorted(env or ())), "module": module}, env)
-    save_out = saves == "output"
-    save_none = saves == "none"
+    record = getattr(node_cls, "record", _NotGenerated.record)  # NOTE [Recorded by the node class]
     cast_ints = integers == "float"
     copy_ints = integers == "copy"
 
@@ -293,20 +309,7 @@ def make_unary(
             res = res.astype(dt)  # a kernel without a loop for this dtype (scipy on float16)
         out = new_tensor(res, input._device)
         if input._requires_grad and grad_enabled():
-            if save_none:
-                link_one(node_cls(), input, out)
-            else:  # the input's (output's) array, counter and version (NOTE [Saved inputs] in autograd/saved.py);
-                # saved.counter_and_version written out: a call per op on the tiny-op path
-                t = out if save_out else input
-                vc = t._vc
-                if vc is None:
-                    vc = t._vc = new_version_counter()
-                    version = ZERO_VERSION
-                else:
-                    version = vc.copy() if vc[0] else ZERO_VERSION
-                node = _new_node(node_cls)  # NOTE [Nodes made without type.__call__]
-                node._op_init(t._data, vc, version)  # type: ignore[attr-defined]
-                link_one(node, input, out)
+            record(input, out)
         return out
 
     _name(forward, name, doc or f"Elementwise {name}, differentiable.", module)
@@ -335,48 +338,7 @@ def make_binary(
     fast_ints = integers == "promote"  # an integer dtype shared by both operands is the result's
     node_cls = _node_class({"kind": "binary", "name": name, "node": node, "da": da, "db": db,
                             "env": tuple(sorted(env or ())), "module": module}, env)
-    # which operand each gradient reads: saved only when that gradient is needed
-    a_for_a, b_for_a = _uses(da, "a"), _uses(da, "b")
-    a_for_b, b_for_b = _uses(db, "a"), _uses(db, "b")
-    uses_out = _uses(da, "out") or _uses(db, "out")
-
-    def make_node(a: Any, b: Any, ra: bool, rb: bool, a_shape: Any, b_shape: Any, out: Tensor) -> Node:
-        # the operands the needed formulas read: a tensor as its array, counter and version, a
-        # number as itself (NOTE [Saved inputs] in autograd/saved.py); 0 for one not needed.
-        # saved.counter_and_version is written out here: a call per operand on the tiny-op path
-        sa: Any = 0
-        ca = va = None
-        if (ra and a_for_a) or (rb and a_for_b):
-            if a.__class__ is Tensor or isinstance(a, Tensor):
-                sa = a._data
-                ca = a._vc
-                if ca is None:
-                    ca = a._vc = new_version_counter()
-                    va = ZERO_VERSION
-                else:
-                    va = ca.copy() if ca[0] else ZERO_VERSION
-            else:
-                sa = a
-        sb: Any = 0
-        cb = vb = None
-        if (ra and b_for_a) or (rb and b_for_b):
-            if b.__class__ is Tensor or isinstance(b, Tensor):
-                sb = b._data
-                cb = b._vc
-                if cb is None:
-                    cb = b._vc = new_version_counter()
-                    vb = ZERO_VERSION
-                else:
-                    vb = cb.copy() if cb[0] else ZERO_VERSION
-            else:
-                sb = b
-        node = _new_node(node_cls)  # NOTE [Nodes made without type.__call__]
-        if uses_out:
-            oc = out._vc = new_version_counter()  # a new tensor: no counter yet
-            node._op_init(sa, ca, va, sb, cb, vb, a_shape, b_shape, out._data, oc, ZERO_VERSION)  # type: ignore[attr-defined]
-        else:
-            node._op_init(sa, ca, va, sb, cb, vb, a_shape, b_shape)  # type: ignore[attr-defined]
-        return node
+    record = getattr(node_cls, "record", _NotGenerated.record)  # NOTE [Recorded by the node class]
 
     def general(input: Any, other: Any) -> Tensor:
         if not numbers:  # torch has no overload taking a Python number for this op
@@ -390,8 +352,7 @@ def make_binary(
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
         if (ra or rb) and grad_enabled():
-            node = make_node(a, b, ra, rb, *reduced_shapes(_shape(a), _shape(b), out._data.shape), out)
-            link_pair(node, a if ra else None, b if rb else None, out)
+            record(a, b, ra, rb, *reduced_shapes(_shape(a), _shape(b), out._data.shape), out)
         return out
 
     scale = alpha
@@ -428,8 +389,7 @@ def make_binary(
                         ra = input._requires_grad
                         rb = other._requires_grad
                         if (ra or rb) and grad_enabled():
-                            node = make_node(input, other, ra, rb, sa, sb, out)
-                            link_pair(node, input if ra else None, other if rb else None, out)
+                            record(input, other, ra, rb, sa, sb, out)
                         return out
                 elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
                     res = kernel(ad, other)
@@ -437,7 +397,7 @@ def make_binary(
                         res = np.asarray(res)
                     out = new_tensor(res, input._device)
                     if input._requires_grad and grad_enabled():
-                        link_pair(make_node(input, other, True, False, None, None, out), input, None, out)
+                        record(input, other, True, False, None, None, out)
                     return out
             if operator and not is_operand(other):
                 return NotImplemented

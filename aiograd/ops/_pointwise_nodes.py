@@ -9,13 +9,27 @@ say how the rows use them, NOTE [Saved inputs] in autograd/saved.py how operands
 # mypy: disable-error-code="no-any-return"
 from __future__ import annotations
 
+import traceback
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd.graph import _NO_EDGES, _NO_METADATA, ZERO_VERSION, Node, Shape, next_sequence_nr, sole_owner, sum_to
+from ..autograd import grad_mode as _gm
+from ..autograd.graph import (
+    _NO_EDGES,
+    _NO_METADATA,
+    ZERO_VERSION,
+    Node,
+    Shape,
+    new_version_counter,
+    next_sequence_nr,
+    sole_owner,
+    sum_to,
+)
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..tensor import Tensor
+
+_new_node = object.__new__  # NOTE [Nodes made without type.__call__] in _pointwise.py
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
 np_cos = np.cos
@@ -95,21 +109,51 @@ class AbsBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = abs(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(AbsBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -137,21 +181,51 @@ class AcosBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = acos(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(AcosBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -177,21 +251,51 @@ class AcoshBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = acosh(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(AcoshBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -222,16 +326,6 @@ class AddBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -240,6 +334,71 @@ class AddBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = add(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(AddBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.a = 0
+        node.a_counter = node.a_version = None
+        node.b = 0
+        node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -270,21 +429,51 @@ class AsinBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = asin(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(AsinBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -310,21 +499,51 @@ class AsinhBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = asinh(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(AsinhBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -356,16 +575,6 @@ class Atan2Backward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -374,6 +583,91 @@ class Atan2Backward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = atan2(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(Atan2Backward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            node.a = a._data
+            c = a._vc
+            if c is None:
+                c = a._vc = new_version_counter()
+                node.a_version = ZERO_VERSION
+            else:
+                node.a_version = c.copy() if c[0] else ZERO_VERSION
+            node.a_counter = c
+        else:
+            node.a = a
+            node.a_counter = node.a_version = None
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node.b = b._data
+            c = b._vc
+            if c is None:
+                c = b._vc = new_version_counter()
+                node.b_version = ZERO_VERSION
+            else:
+                node.b_version = c.copy() if c[0] else ZERO_VERSION
+            node.b_counter = c
+        else:
+            node.b = b
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -420,21 +714,51 @@ class AtanBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = atan(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(AtanBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -460,21 +784,51 @@ class AtanhBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = atanh(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(AtanhBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -495,6 +849,40 @@ class CeilBackward0(Node):
 
     __slots__ = ()
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = ceil(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(CeilBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -522,16 +910,6 @@ class CopysignBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape, out, out_counter, out_version)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -543,6 +921,88 @@ class CopysignBackward0(Node):
         self.out = out
         self.out_counter = out_counter
         self.out_version = out_version
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = copysign(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(CopysignBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if ra:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                node.a = a._data
+                c = a._vc
+                if c is None:
+                    c = a._vc = new_version_counter()
+                    node.a_version = ZERO_VERSION
+                else:
+                    node.a_version = c.copy() if c[0] else ZERO_VERSION
+                node.a_counter = c
+            else:
+                node.a = a
+                node.a_counter = node.a_version = None
+        else:
+            node.a = 0
+            node.a_counter = node.a_version = None
+        node.b = 0
+        node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        node.out = out._data
+        node.out_counter = out._vc = new_version_counter()  # a new tensor: no counter yet
+        node.out_version = ZERO_VERSION
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -592,16 +1052,6 @@ class CopysignBackward1(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape, out, out_counter, out_version)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -613,6 +1063,88 @@ class CopysignBackward1(Node):
         self.out = out
         self.out_counter = out_counter
         self.out_version = out_version
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = copysign(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(CopysignBackward1)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if ra:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                node.a = a._data
+                c = a._vc
+                if c is None:
+                    c = a._vc = new_version_counter()
+                    node.a_version = ZERO_VERSION
+                else:
+                    node.a_version = c.copy() if c[0] else ZERO_VERSION
+                node.a_counter = c
+            else:
+                node.a = a
+                node.a_counter = node.a_version = None
+        else:
+            node.a = 0
+            node.a_counter = node.a_version = None
+        node.b = 0
+        node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        node.out = out._data
+        node.out_counter = out._vc = new_version_counter()  # a new tensor: no counter yet
+        node.out_version = ZERO_VERSION
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -652,21 +1184,51 @@ class CosBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = cos(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(CosBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -694,21 +1256,51 @@ class CoshBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = cosh(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(CoshBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -731,6 +1323,40 @@ class Deg2RadBackward0(Node):
 
     __slots__ = ()
 
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = deg2rad(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(Deg2RadBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -748,21 +1374,51 @@ class DigammaBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = digamma(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(DigammaBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -795,16 +1451,6 @@ class DivBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -813,6 +1459,95 @@ class DivBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = div(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(DivBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if rb:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                node.a = a._data
+                c = a._vc
+                if c is None:
+                    c = a._vc = new_version_counter()
+                    node.a_version = ZERO_VERSION
+                else:
+                    node.a_version = c.copy() if c[0] else ZERO_VERSION
+                node.a_counter = c
+            else:
+                node.a = a
+                node.a_counter = node.a_version = None
+        else:
+            node.a = 0
+            node.a_counter = node.a_version = None
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node.b = b._data
+            c = b._vc
+            if c is None:
+                c = b._vc = new_version_counter()
+                node.b_version = ZERO_VERSION
+            else:
+                node.b_version = c.copy() if c[0] else ZERO_VERSION
+            node.b_counter = c
+        else:
+            node.b = b
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -855,21 +1590,51 @@ class ErfBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = erf(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(ErfBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -897,21 +1662,51 @@ class ErfcBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = erfc(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(ErfcBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -939,21 +1734,51 @@ class ErfinvBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = erfinv(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(ErfinvBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -981,21 +1806,51 @@ class Exp2Backward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = exp2(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(Exp2Backward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1023,21 +1878,51 @@ class ExpBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = exp(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(ExpBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1065,21 +1950,51 @@ class Expm1Backward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = expm1(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(Expm1Backward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1102,6 +2017,40 @@ class FloorBackward0(Node):
 
     __slots__ = ()
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = floor(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(FloorBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -1127,16 +2076,6 @@ class HypotBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape, out, out_counter, out_version)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None, out: SavedArray, out_counter: VersionCounter, out_version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -1148,6 +2087,102 @@ class HypotBackward0(Node):
         self.out = out
         self.out_counter = out_counter
         self.out_version = out_version
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = hypot(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(HypotBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if ra:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                node.a = a._data
+                c = a._vc
+                if c is None:
+                    c = a._vc = new_version_counter()
+                    node.a_version = ZERO_VERSION
+                else:
+                    node.a_version = c.copy() if c[0] else ZERO_VERSION
+                node.a_counter = c
+            else:
+                node.a = a
+                node.a_counter = node.a_version = None
+        else:
+            node.a = 0
+            node.a_counter = node.a_version = None
+        if rb:
+            if b.__class__ is Tensor or isinstance(b, Tensor):
+                node.b = b._data
+                c = b._vc
+                if c is None:
+                    c = b._vc = new_version_counter()
+                    node.b_version = ZERO_VERSION
+                else:
+                    node.b_version = c.copy() if c[0] else ZERO_VERSION
+                node.b_counter = c
+            else:
+                node.b = b
+                node.b_counter = node.b_version = None
+        else:
+            node.b = 0
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        node.out = out._data
+        node.out_counter = out._vc = new_version_counter()  # a new tensor: no counter yet
+        node.out_version = ZERO_VERSION
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -1196,21 +2231,51 @@ class LgammaBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = lgamma(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(LgammaBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1238,21 +2303,51 @@ class Log10Backward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = log10(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(Log10Backward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1278,21 +2373,51 @@ class Log1PBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = log1p(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(Log1PBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1318,21 +2443,51 @@ class Log2Backward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = log2(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(Log2Backward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1358,21 +2513,51 @@ class LogBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = log(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(LogBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1404,16 +2589,6 @@ class Logaddexp2Backward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -1422,6 +2597,91 @@ class Logaddexp2Backward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = logaddexp2(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(Logaddexp2Backward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            node.a = a._data
+            c = a._vc
+            if c is None:
+                c = a._vc = new_version_counter()
+                node.a_version = ZERO_VERSION
+            else:
+                node.a_version = c.copy() if c[0] else ZERO_VERSION
+            node.a_counter = c
+        else:
+            node.a = a
+            node.a_counter = node.a_version = None
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node.b = b._data
+            c = b._vc
+            if c is None:
+                c = b._vc = new_version_counter()
+                node.b_version = ZERO_VERSION
+            else:
+                node.b_version = c.copy() if c[0] else ZERO_VERSION
+            node.b_counter = c
+        else:
+            node.b = b
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -1474,16 +2734,6 @@ class LogaddexpBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -1492,6 +2742,91 @@ class LogaddexpBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = logaddexp(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(LogaddexpBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            node.a = a._data
+            c = a._vc
+            if c is None:
+                c = a._vc = new_version_counter()
+                node.a_version = ZERO_VERSION
+            else:
+                node.a_version = c.copy() if c[0] else ZERO_VERSION
+            node.a_counter = c
+        else:
+            node.a = a
+            node.a_counter = node.a_version = None
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node.b = b._data
+            c = b._vc
+            if c is None:
+                c = b._vc = new_version_counter()
+                node.b_version = ZERO_VERSION
+            else:
+                node.b_version = c.copy() if c[0] else ZERO_VERSION
+            node.b_counter = c
+        else:
+            node.b = b
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -1546,16 +2881,6 @@ class MaximumBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -1564,6 +2889,91 @@ class MaximumBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = maximum(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(MaximumBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            node.a = a._data
+            c = a._vc
+            if c is None:
+                c = a._vc = new_version_counter()
+                node.a_version = ZERO_VERSION
+            else:
+                node.a_version = c.copy() if c[0] else ZERO_VERSION
+            node.a_counter = c
+        else:
+            node.a = a
+            node.a_counter = node.a_version = None
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node.b = b._data
+            c = b._vc
+            if c is None:
+                c = b._vc = new_version_counter()
+                node.b_version = ZERO_VERSION
+            else:
+                node.b_version = c.copy() if c[0] else ZERO_VERSION
+            node.b_counter = c
+        else:
+            node.b = b
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -1618,16 +3028,6 @@ class MinimumBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -1636,6 +3036,91 @@ class MinimumBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = minimum(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(MinimumBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            node.a = a._data
+            c = a._vc
+            if c is None:
+                c = a._vc = new_version_counter()
+                node.a_version = ZERO_VERSION
+            else:
+                node.a_version = c.copy() if c[0] else ZERO_VERSION
+            node.a_counter = c
+        else:
+            node.a = a
+            node.a_counter = node.a_version = None
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node.b = b._data
+            c = b._vc
+            if c is None:
+                c = b._vc = new_version_counter()
+                node.b_version = ZERO_VERSION
+            else:
+                node.b_version = c.copy() if c[0] else ZERO_VERSION
+            node.b_counter = c
+        else:
+            node.b = b
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -1687,16 +3172,6 @@ class MulBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -1705,6 +3180,99 @@ class MulBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = mul(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(MulBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if rb:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                node.a = a._data
+                c = a._vc
+                if c is None:
+                    c = a._vc = new_version_counter()
+                    node.a_version = ZERO_VERSION
+                else:
+                    node.a_version = c.copy() if c[0] else ZERO_VERSION
+                node.a_counter = c
+            else:
+                node.a = a
+                node.a_counter = node.a_version = None
+        else:
+            node.a = 0
+            node.a_counter = node.a_version = None
+        if ra:
+            if b.__class__ is Tensor or isinstance(b, Tensor):
+                node.b = b._data
+                c = b._vc
+                if c is None:
+                    c = b._vc = new_version_counter()
+                    node.b_version = ZERO_VERSION
+                else:
+                    node.b_version = c.copy() if c[0] else ZERO_VERSION
+                node.b_counter = c
+            else:
+                node.b = b
+                node.b_counter = node.b_version = None
+        else:
+            node.b = 0
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -1738,6 +3306,40 @@ class NegBackward0(Node):
 
     __slots__ = ()
 
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = neg(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(NegBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -1748,6 +3350,40 @@ class Rad2DegBackward0(Node):
     """Backward of rad2deg: grad_input = g * 57.29577951308232."""
 
     __slots__ = ()
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = rad2deg(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(Rad2DegBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -1765,21 +3401,51 @@ class ReciprocalBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = reciprocal(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(ReciprocalBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1807,21 +3473,51 @@ class ReluBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = relu(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(ReluBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1845,6 +3541,40 @@ class RoundBackward0(Node):
     __slots__ = ()
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.elementwise (env=)
 
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = round(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(RoundBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -1861,21 +3591,51 @@ class RsqrtBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = rsqrt(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(RsqrtBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1903,21 +3663,51 @@ class SigmoidBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = sigmoid(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(SigmoidBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -1941,6 +3731,40 @@ class SignBackward0(Node):
     __slots__ = ()
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
 
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = sign(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(SignBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
+
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
         graph = g.__class__ is Tensor
@@ -1957,21 +3781,51 @@ class SinBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = sin(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(SinBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2000,21 +3854,51 @@ class SincBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = sinc(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(SincBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2042,21 +3926,51 @@ class SinhBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = sinh(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(SinhBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = x._data
+        c = x._vc
+        if c is None:
+            c = x._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2084,21 +3998,51 @@ class SqrtBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = sqrt(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(SqrtBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2129,16 +4073,6 @@ class SubBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -2147,6 +4081,71 @@ class SubBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = sub(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(SubBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.a = 0
+        node.a_counter = node.a_version = None
+        node.b = 0
+        node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -2177,21 +4176,51 @@ class TanBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = tan(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(TanBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2219,21 +4248,51 @@ class TanhBackward0(Node):
 
     def __init__(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
         self._init_node()
-        self._op_init(saved, counter, version)
-
-    def _op_init(self, saved: SavedArray, counter: VersionCounter, version: Version) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
-        # (NOTE [Slots the link sets])
-        self.next1 = None
-        self.next1_nr = 0
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.saved = saved
         self.counter = counter
         self.version = version
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = tanh(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(TanhBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        node.saved = out._data
+        c = out._vc
+        if c is None:
+            c = out._vc = new_version_counter()
+            node.version = ZERO_VERSION
+        else:
+            node.version = c.copy() if c[0] else ZERO_VERSION
+        node.counter = c
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.saved = None
@@ -2256,6 +4315,40 @@ class TruncBackward0(Node):
 
     __slots__ = ()
     zeros_like_grad: ClassVar[Any]  # bound by the row in aiograd.ops.pointwise.elementwise (env=)
+
+    @staticmethod
+    def record(x: Tensor, out: Tensor) -> None:
+        """Makes and links the node of ``out = trunc(x)`` (NOTE [Recorded by the node class])."""
+        node = _new_node(TruncBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_one sets
+        # (NOTE [Slots the link sets])
+        node.next1 = None
+        node.next1_nr = 0
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        # graph.link_one(node, x, out), inlined (the generator copies it)
+        fn = x.grad_fn
+        if fn is None:  # a leaf: its AccumulateGrad, through its weak reference (NOTE [Leaf sink lookup])
+            if (ref := x._grad_accumulator) is None or (fn := ref()) is None:
+                fn = x._get_grad_accumulator()
+            node.next0_nr = 0
+        else:
+            node.next0_nr = x._output_nr
+        node.next0 = fn
+        node.n_edges = 1
+        node.topological_nr = fn.topological_nr + 1
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def apply(self, grads: list[Any]) -> tuple[Any]:
         g = grads[0]
@@ -2280,16 +4373,6 @@ class XlogyBackward0(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -2298,6 +4381,91 @@ class XlogyBackward0(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = xlogy(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(XlogyBackward0)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            node.a = a._data
+            c = a._vc
+            if c is None:
+                c = a._vc = new_version_counter()
+                node.a_version = ZERO_VERSION
+            else:
+                node.a_version = c.copy() if c[0] else ZERO_VERSION
+            node.a_counter = c
+        else:
+            node.a = a
+            node.a_counter = node.a_version = None
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node.b = b._data
+            c = b._vc
+            if c is None:
+                c = b._vc = new_version_counter()
+                node.b_version = ZERO_VERSION
+            else:
+                node.b_version = c.copy() if c[0] else ZERO_VERSION
+            node.b_counter = c
+        else:
+            node.b = b
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -2351,16 +4519,6 @@ class XlogyBackward1(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -2369,6 +4527,99 @@ class XlogyBackward1(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = xlogy(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(XlogyBackward1)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if rb:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                node.a = a._data
+                c = a._vc
+                if c is None:
+                    c = a._vc = new_version_counter()
+                    node.a_version = ZERO_VERSION
+                else:
+                    node.a_version = c.copy() if c[0] else ZERO_VERSION
+                node.a_counter = c
+            else:
+                node.a = a
+                node.a_counter = node.a_version = None
+        else:
+            node.a = 0
+            node.a_counter = node.a_version = None
+        if rb:
+            if b.__class__ is Tensor or isinstance(b, Tensor):
+                node.b = b._data
+                c = b._vc
+                if c is None:
+                    c = b._vc = new_version_counter()
+                    node.b_version = ZERO_VERSION
+                else:
+                    node.b_version = c.copy() if c[0] else ZERO_VERSION
+                node.b_counter = c
+            else:
+                node.b = b
+                node.b_counter = node.b_version = None
+        else:
+            node.b = 0
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
@@ -2414,16 +4665,6 @@ class XlogyBackward2(Node):
 
     def __init__(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
         self._init_node()
-        self._op_init(a, a_counter, a_version, b, b_counter, b_version, a_shape, b_shape)
-
-    def _op_init(self, a: SavedInputOperand, a_counter: VersionCounter | None, a_version: Version | None, b: SavedInputOperand, b_counter: VersionCounter | None, b_version: Version | None, a_shape: Shape | None, b_shape: Shape | None) -> None:
-        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
-        # (NOTE [Slots the link sets])
-        self.more_edges = _NO_EDGES
-        self.sequence_nr = next_sequence_nr()
-        self.more_metadata = _NO_METADATA
-        self._hooks = None
-        self._metadata = None
         self.a = a
         self.a_counter = a_counter
         self.a_version = a_version
@@ -2432,6 +4673,99 @@ class XlogyBackward2(Node):
         self.b_version = b_version
         self.a_shape = a_shape
         self.b_shape = b_shape
+
+    @staticmethod
+    def record(a: Any, b: Any, ra: bool, rb: bool, a_shape: Shape | None, b_shape: Shape | None,
+               out: Tensor) -> None:
+        """Makes and links the node of ``out = xlogy(a, b)``; ``ra``/``rb``: which operand requires grad
+        (NOTE [Recorded by the node class]). An operand is a Tensor or a Python number; a shape is
+        the operand's where it was broadcast, else None."""
+        node = _new_node(XlogyBackward2)  # NOTE [Nodes made without type.__call__]
+        # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
+        # (NOTE [Slots the link sets])
+        node.more_edges = _NO_EDGES
+        node.sequence_nr = next_sequence_nr()
+        node.more_metadata = _NO_METADATA
+        node._hooks = None
+        node._metadata = None
+        if ra:
+            if a.__class__ is Tensor or isinstance(a, Tensor):
+                node.a = a._data
+                c = a._vc
+                if c is None:
+                    c = a._vc = new_version_counter()
+                    node.a_version = ZERO_VERSION
+                else:
+                    node.a_version = c.copy() if c[0] else ZERO_VERSION
+                node.a_counter = c
+            else:
+                node.a = a
+                node.a_counter = node.a_version = None
+        else:
+            node.a = 0
+            node.a_counter = node.a_version = None
+        if ra:
+            if b.__class__ is Tensor or isinstance(b, Tensor):
+                node.b = b._data
+                c = b._vc
+                if c is None:
+                    c = b._vc = new_version_counter()
+                    node.b_version = ZERO_VERSION
+                else:
+                    node.b_version = c.copy() if c[0] else ZERO_VERSION
+                node.b_counter = c
+            else:
+                node.b = b
+                node.b_counter = node.b_version = None
+        else:
+            node.b = 0
+            node.b_counter = node.b_version = None
+        node.a_shape = a_shape
+        node.b_shape = b_shape
+        if not ra:  # no edge to an operand that needs no gradient
+            a = None
+        if not rb:
+            b = None
+        # graph.link_pair(node, a, b, out), inlined (the generator copies it)
+        topo = 0
+        if a is None:
+            node.next0 = None
+            node.next0_nr = 0
+        else:
+            fn = a.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := a._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = a._get_grad_accumulator()
+                node.next0_nr = 0
+            else:
+                node.next0_nr = a._output_nr
+            node.next0 = fn
+            topo = fn.topological_nr + 1
+        if b is None:
+            node.next1 = None
+            node.next1_nr = 0
+        else:
+            fn = b.grad_fn
+            if fn is None:  # NOTE [Leaf sink lookup]
+                if (ref := b._grad_accumulator) is None or (fn := ref()) is None:
+                    fn = b._get_grad_accumulator()
+                node.next1_nr = 0
+            else:
+                node.next1_nr = b._output_nr
+            node.next1 = fn
+            if fn.topological_nr >= topo:
+                topo = fn.topological_nr + 1
+        node.n_edges = 2
+        node.topological_nr = topo
+        d = out._data
+        node.grad_shape = d.shape
+        node.grad_dtype = d.dtype
+        node.device = out._device
+        node.work = d.size
+        out.grad_fn = node
+        out._requires_grad = True
+        if _gm.anomaly_seen[0] and _gm._anomaly.get()[0]:
+            node.metadata["traceback_"] = traceback.format_stack()[:-2]
 
     def release_variables(self) -> None:
         self.a = None
