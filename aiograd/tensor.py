@@ -781,7 +781,9 @@ def new_tensor(data: np.ndarray, device: Device) -> Tensor:
 
     NOTE [One tensor initializer]: every op's result is made here, so ``_init_tensor``'s
     stores are written out below instead of called (one Python call less per op);
-    tests/test_tensor.py checks that both set every slot to the same value."""
+    tests/test_tensor.py checks that both set every slot to the same value. The generated
+    pointwise nodes' ``record`` copies these lines (ops/_pointwise.py NOTE [Recorded by the
+    node class]); regenerate ops/_pointwise_nodes.py after changing them."""
     t = _new_object(Tensor)
     t._data = data
     t._requires_grad = False

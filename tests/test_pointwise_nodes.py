@@ -12,6 +12,7 @@ import aiograd as ag
 from aiograd.autograd import graph
 from aiograd.ops import _gen_pointwise, _pointwise_nodes
 from aiograd.ops._pointwise import SPECS
+from aiograd.tensor import new_tensor
 
 
 def test_the_checked_in_node_classes_are_what_the_generator_writes() -> None:
@@ -126,6 +127,12 @@ def _same(x: Any, y: Any) -> bool:
     return x is y or (not hasattr(x, "__array__") and x == y)
 
 
+def _check_result(out: ag.Tensor, linked: ag.Tensor) -> None:
+    """``out``, made by a record, is the tensor new_tensor makes and the link marks (its node aside)."""
+    slots = [n for n in ag.Tensor.__slots__ if n not in ("grad_fn", "_vc", "__weakref__")]
+    assert {n: getattr(out, n) for n in slots} == {n: getattr(linked, n) for n in slots}
+
+
 _BINARY_OPS = [ag.mul, ag.add, ag.sub, ag.div, ag.atan2, ag.hypot, ag.maximum, ag.copysign, ag.logaddexp, ag.xlogy]
 
 
@@ -144,8 +151,9 @@ def test_record_makes_the_node_that_its_init_and_link_pair_make(op: Any, ra: boo
         assert out.requires_grad and node is not None
         cls = type(node)
         made = cls(*[getattr(node, f) for f in cls._fields])  # type: ignore[attr-defined]
-        again = ag.tensor(out.detach())
+        again = new_tensor(out._data, out._device)
         graph.link_pair(made, a if ra else None, other if rb else None, again)
+        _check_result(out, again)
         mine, theirs = _node_slots(node), _node_slots(made)
         assert mine.keys() == theirs.keys()
         assert all(_same(mine[k], theirs[k]) for k in mine), {k: (mine[k], theirs[k]) for k in mine
@@ -160,7 +168,9 @@ def test_record_makes_the_node_that_its_init_and_link_one_make(op: Any) -> None:
         node = out.grad_fn
         cls = type(node)
         made = cls(*[getattr(node, f) for f in cls._fields])  # type: ignore[attr-defined]
-        graph.link_one(made, h, ag.tensor(out.detach()))
+        again = new_tensor(out._data, out._device)
+        graph.link_one(made, h, again)
+        _check_result(out, again)
         mine, theirs = _node_slots(node), _node_slots(made)
         assert mine.keys() == theirs.keys()
         assert all(_same(mine[k], theirs[k]) for k in mine), {k: (mine[k], theirs[k]) for k in mine

@@ -199,19 +199,22 @@ def prep_operands(a: Any, b: Any, op: str, second: str = "other") -> tuple[Any, 
 # instructions less per recorded op (benchmarks/callgrind_chain.py: ``h * w`` 21,845 -> 21,423).
 #
 # NOTE [Recorded by the node class]: each generated pointwise Node class has a static
-# ``record`` (ops/_pointwise_nodes.py) that makes the node of one op, saves what its
-# formulas read and links it: Node._init_node's stores, the saving, and graph.link_one /
-# link_pair, copied in by the generator (the link's slots stored once, NOTE [Slots the link
-# sets] in graph.py). The op's forward makes one call to record its result. Two reasons:
-#   - one Python frame per recorded op, where a shared ``make_node``, the node's initializer
-#     and a shared link took three;
+# ``record`` (ops/_pointwise_nodes.py) that makes an op's result and its node in one
+# call: Node._init_node's stores, the saving of what the formulas read, tensor.new_tensor
+# and graph.link_one / link_pair, copied in by the generator (the link's slots stored
+# once, NOTE [Slots the link sets] in graph.py). The forward calls it in place of
+# ``new_tensor`` when the result needs a node. Two reasons:
+#   - one Python frame per recorded op, where ``new_tensor``, a shared ``make_node``, the
+#     node's initializer and a shared link took four;
 #   - every attribute store sees one node class: a link shared by all ops specializes for
 #     the class it saw last, and misses on every op of a graph that mixes two (``h * 1.0001
 #     + 0.5``: Mul, Add, Mul, ...).
+# A binary forward also passes the result's shape, which it has in hand (the operands'
+# shape, when neither was broadcast): the node's ``grad_shape`` then makes no tuple.
 # Measured (benchmarks/callgrind_chain.py KIND 3000 record, instructions per op): ``h * w``
-# 20,798 -> 19,037; ``h * 1.0001 + 0.5`` (2 ops) 42,143 -> 35,807; ``sin`` 14,945 -> 14,306
+# 20,798 -> 18,226; ``h * 1.0001 + 0.5`` (2 ops) 42,143 -> 35,071; ``sin`` 14,945 -> 13,882
 # (benchmarks/README.md). The generated module repeats the copied lines in each class; the
-# freshness test keeps every copy what graph.py's functions say.
+# freshness test keeps every copy what the copied functions say.
 # Hand-written ops make their nodes with the constructor and link with graph.py's functions.
 
 
@@ -247,7 +250,7 @@ class _NotGenerated(Node):
         self.args = args
 
     @staticmethod
-    def record(*args: Any) -> None:
+    def record(*args: Any) -> Tensor:
         raise RuntimeError("this op's node class is not generated yet: run python -m aiograd.ops._gen_pointwise")
 
     def apply(self, grads: list[Any]) -> Any:
@@ -307,10 +310,9 @@ def make_unary(
             res = res if res.__class__ is SparseCOO else np.asarray(res)  # NOTE [Sparse payload]
         if res.dtype is not dt and res.dtype.kind == dt.kind:
             res = res.astype(dt)  # a kernel without a loop for this dtype (scipy on float16)
-        out = new_tensor(res, input._device)
         if input._requires_grad and grad_enabled():
-            record(input, out)
-        return out
+            return record(input, res, input._device)
+        return new_tensor(res, input._device)
 
     _name(forward, name, doc or f"Elementwise {name}, differentiable.", module)
     return forward, node_cls
@@ -348,12 +350,13 @@ def make_binary(
         a, b, ad, bd, device = prep_operands(input, other, name)
         if refuse and (dt := result_dtype(a, b)).kind not in "fc":
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{torch_dtype_name(dt)}\'')
-        out = new_tensor(cast_result(kernel(ad, bd), a, b, floating), device)
+        res = cast_result(kernel(ad, bd), a, b, floating)
         ra = isinstance(a, Tensor) and a._requires_grad
         rb = isinstance(b, Tensor) and b._requires_grad
         if (ra or rb) and grad_enabled():
-            record(a, b, ra, rb, *reduced_shapes(_shape(a), _shape(b), out._data.shape), out)
-        return out
+            shape = res.shape
+            return record(a, b, ra, rb, *reduced_shapes(_shape(a), _shape(b), shape), res, device, shape)
+        return new_tensor(res, device)
 
     scale = alpha
 
@@ -377,28 +380,28 @@ def make_binary(
                         shape = ad.shape
                         sa: Shape | None
                         sb: Shape | None
-                        if shape == bd.shape:
+                        if shape == bd.shape:  # the result's shape too
                             res = kernel(ad, bd)
                             sa = sb = None  # no operand was broadcast: nothing to sum back to
                         else:
                             res = _broadcasting(kernel, ad, bd)
-                            sa, sb = reduced_shapes(shape, bd.shape, res.shape)
+                            b_shape = bd.shape
+                            sa, sb = reduced_shapes(shape, b_shape, res.shape)
+                            shape = res.shape
                         if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
                             res = np.asarray(res)
-                        out = new_tensor(res, input._device)
                         ra = input._requires_grad
                         rb = other._requires_grad
                         if (ra or rb) and grad_enabled():
-                            record(input, other, ra, rb, sa, sb, out)
-                        return out
+                            return record(input, other, ra, rb, sa, sb, res, input._device, shape)
+                        return new_tensor(res, input._device)
                 elif (oc is float or oc is int) and ad.dtype.kind == "f" and numbers:
                     res = kernel(ad, other)
                     if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:
                         res = np.asarray(res)
-                    out = new_tensor(res, input._device)
                     if input._requires_grad and grad_enabled():
-                        record(input, other, True, False, None, None, out)
-                    return out
+                        return record(input, other, True, False, None, None, res, input._device, res.shape)
+                    return new_tensor(res, input._device)
             if operator and not is_operand(other):
                 return NotImplemented
             return general(input, other)
