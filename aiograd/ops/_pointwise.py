@@ -34,7 +34,6 @@ coerces the operands and applies NOTE [Type promotion].
 from __future__ import annotations
 
 import inspect
-import re
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
@@ -236,10 +235,6 @@ def reduced_shapes(a_shape: Shape, b_shape: Shape, out_shape: Shape) -> tuple[Sh
 SPECS: dict[str, dict[str, Any]] = {}
 
 
-def _uses(formula: str, name: str) -> bool:
-    return re.search(rf"(?<![.\w]){name}\b", formula) is not None
-
-
 class _NotGenerated(Node):
     """Stands in for a row's Node class that ops/_pointwise_nodes.py does not have yet."""
 
@@ -385,9 +380,9 @@ def make_binary(
                             sa = sb = None  # no operand was broadcast: nothing to sum back to
                         else:
                             res = _broadcasting(kernel, ad, bd)
-                            b_shape = bd.shape
-                            sa, sb = reduced_shapes(shape, b_shape, res.shape)
-                            shape = res.shape
+                            out_shape = res.shape
+                            sa, sb = reduced_shapes(shape, bd.shape, out_shape)
+                            shape = out_shape
                         if res.__class__ is not _ndarray and res.__class__ is not SparseCOO:  # NOTE [Sparse payload]
                             res = np.asarray(res)
                         ra = input._requires_grad
