@@ -91,8 +91,8 @@ def test_an_op_of_unbroadcast_operands_allocates_its_node_and_one_shape_tuple() 
 
 
 def test_a_generated_node_once_linked_has_every_slot_that_node_init_sets() -> None:
-    # the generator copies Node._init_node's stores into each __init__ (one call less per op), less
-    # those its op's link_one / link_pair sets (NOTE [Slots the link sets])
+    # the generator copies Node._init_node's stores into each record (one call less per op), less
+    # those the link copied after them sets (NOTE [Slots the link sets])
     base = [s for s in ag.autograd.graph.Node.__slots__ if s != "__weakref__"]
     x = ag.tensor([0.5, 0.25], requires_grad=True)
     w = ag.tensor([2.0, 3.0], requires_grad=True)
