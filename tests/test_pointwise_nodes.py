@@ -127,10 +127,15 @@ def _same(x: Any, y: Any) -> bool:
     return x is y or (not hasattr(x, "__array__") and x == y)
 
 
-def _check_result(out: ag.Tensor, linked: ag.Tensor) -> None:
-    """``out``, made by a record, is the tensor new_tensor makes and the link marks (its node aside)."""
+def _check_record(out: ag.Tensor, made: graph.Node, linked: ag.Tensor) -> None:
+    """``out`` and its node, made by a record, are what new_tensor, the node's constructor (``made``)
+    and the shared link (which marked ``linked``) make."""
     slots = [n for n in ag.Tensor.__slots__ if n not in ("grad_fn", "_vc", "__weakref__")]
     assert {n: getattr(out, n) for n in slots} == {n: getattr(linked, n) for n in slots}
+    mine, theirs = _node_slots(out.grad_fn), _node_slots(made)
+    assert mine.keys() == theirs.keys()
+    assert all(_same(mine[k], theirs[k]) for k in mine), {k: (mine[k], theirs[k]) for k in mine
+                                                            if not _same(mine[k], theirs[k])}
 
 
 _BINARY_OPS = [ag.mul, ag.add, ag.sub, ag.div, ag.atan2, ag.hypot, ag.maximum, ag.copysign, ag.logaddexp, ag.xlogy]
@@ -153,11 +158,7 @@ def test_record_makes_the_node_that_its_init_and_link_pair_make(op: Any, ra: boo
         made = cls(*[getattr(node, f) for f in cls._fields])  # type: ignore[attr-defined]
         again = new_tensor(out._data, out._device)
         graph.link_pair(made, a if ra else None, other if rb else None, again)
-        _check_result(out, again)
-        mine, theirs = _node_slots(node), _node_slots(made)
-        assert mine.keys() == theirs.keys()
-        assert all(_same(mine[k], theirs[k]) for k in mine), {k: (mine[k], theirs[k]) for k in mine
-                                                                if not _same(mine[k], theirs[k])}
+        _check_record(out, made, again)
 
 
 @pytest.mark.parametrize("op", [ag.sin, ag.exp, ag.tanh, ag.abs, ag.ceil, ag.sqrt], ids=lambda op: op.__name__)
@@ -170,8 +171,4 @@ def test_record_makes_the_node_that_its_init_and_link_one_make(op: Any) -> None:
         made = cls(*[getattr(node, f) for f in cls._fields])  # type: ignore[attr-defined]
         again = new_tensor(out._data, out._device)
         graph.link_one(made, h, again)
-        _check_result(out, again)
-        mine, theirs = _node_slots(node), _node_slots(made)
-        assert mine.keys() == theirs.keys()
-        assert all(_same(mine[k], theirs[k]) for k in mine), {k: (mine[k], theirs[k]) for k in mine
-                                                                if not _same(mine[k], theirs[k])}
+        _check_record(out, made, again)

@@ -172,9 +172,9 @@ from ..autograd.graph import (
 )
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..device import Device
-from ..tensor import Tensor, _new_object
+from ..tensor import Tensor
 
-_new_node = object.__new__  # NOTE [Nodes made without type.__call__] in _pointwise.py
+_new_object = object.__new__  # a node or tensor without its class's __init__ (NOTE [Nodes made without type.__call__])
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
 '''
@@ -207,7 +207,7 @@ def _unary(spec: dict) -> str:
         "    def record(x: Tensor, data: Any, device: Device) -> Tensor:\n"
         f'        """The result of ``{name}(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by\n'
         '        the node class])."""\n'
-        f"        node = _new_node({node})  # NOTE [Nodes made without type.__call__]\n"
+        f"        node = _new_object({node})  # NOTE [Nodes made without type.__call__] in _pointwise.py\n"
         + _UNARY_INIT + _RESULT
     )
     if saves == "none":
@@ -315,7 +315,7 @@ def _binary(spec: dict) -> str:
         "        node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand\n"
         "        is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else\n"
         '        None."""\n'
-        f"        node = _new_node({node})  # NOTE [Nodes made without type.__call__]\n"
+        f"        node = _new_object({node})  # NOTE [Nodes made without type.__call__] in _pointwise.py\n"
         + _BINARY_INIT
         + _save_operand("a", needed("a")) + _save_operand("b", needed("b"))
         + "        node.a_shape = a_shape\n        node.b_shape = b_shape\n" + _RESULT + saved_out

@@ -29,9 +29,9 @@ from ..autograd.graph import (
 )
 from ..autograd.saved import SavedArray, SavedInputOperand, Version, VersionCounter, unpack_input, unpack_output
 from ..device import Device
-from ..tensor import Tensor, _new_object
+from ..tensor import Tensor
 
-_new_node = object.__new__  # NOTE [Nodes made without type.__call__] in _pointwise.py
+_new_object = object.__new__  # a node or tensor without its class's __init__ (NOTE [Nodes made without type.__call__])
 
 # NOTE [Bound numpy names] (in _gen_pointwise.py)
 np_cos = np.cos
@@ -119,7 +119,7 @@ class AbsBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``abs(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(AbsBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AbsBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -208,7 +208,7 @@ class AcosBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``acos(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(AcosBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AcosBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -295,7 +295,7 @@ class AcoshBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``acosh(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(AcoshBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AcoshBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -395,7 +395,7 @@ class AddBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(AddBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AddBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -507,7 +507,7 @@ class AsinBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``asin(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(AsinBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AsinBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -594,7 +594,7 @@ class AsinhBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``asinh(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(AsinhBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AsinhBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -695,7 +695,7 @@ class Atan2Backward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(Atan2Backward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Atan2Backward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -843,7 +843,7 @@ class AtanBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``atan(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(AtanBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AtanBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -930,7 +930,7 @@ class AtanhBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``atanh(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(AtanhBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(AtanhBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -1009,7 +1009,7 @@ class CeilBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``ceil(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(CeilBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(CeilBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -1101,7 +1101,7 @@ class CopysignBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(CopysignBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(CopysignBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -1260,7 +1260,7 @@ class CopysignBackward1(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(CopysignBackward1)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(CopysignBackward1)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -1398,7 +1398,7 @@ class CosBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``cos(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(CosBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(CosBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -1487,7 +1487,7 @@ class CoshBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``cosh(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(CoshBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(CoshBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -1567,7 +1567,7 @@ class Deg2RadBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``deg2rad(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(Deg2RadBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Deg2RadBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -1639,7 +1639,7 @@ class DigammaBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``digamma(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(DigammaBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(DigammaBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -1741,7 +1741,7 @@ class DivBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(DivBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(DivBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -1889,7 +1889,7 @@ class ErfBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``erf(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(ErfBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(ErfBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -1978,7 +1978,7 @@ class ErfcBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``erfc(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(ErfcBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(ErfcBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2067,7 +2067,7 @@ class ErfinvBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``erfinv(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(ErfinvBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(ErfinvBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2156,7 +2156,7 @@ class Exp2Backward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``exp2(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(Exp2Backward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Exp2Backward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2245,7 +2245,7 @@ class ExpBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``exp(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(ExpBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(ExpBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2334,7 +2334,7 @@ class Expm1Backward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``expm1(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(Expm1Backward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Expm1Backward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2415,7 +2415,7 @@ class FloorBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``floor(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(FloorBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(FloorBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2505,7 +2505,7 @@ class HypotBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(HypotBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(HypotBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -2666,7 +2666,7 @@ class LgammaBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``lgamma(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(LgammaBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(LgammaBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2755,7 +2755,7 @@ class Log10Backward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``log10(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(Log10Backward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Log10Backward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2842,7 +2842,7 @@ class Log1PBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``log1p(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(Log1PBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Log1PBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -2929,7 +2929,7 @@ class Log2Backward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``log2(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(Log2Backward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Log2Backward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -3016,7 +3016,7 @@ class LogBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``log(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(LogBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(LogBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -3117,7 +3117,7 @@ class Logaddexp2Backward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(Logaddexp2Backward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Logaddexp2Backward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -3279,7 +3279,7 @@ class LogaddexpBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(LogaddexpBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(LogaddexpBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -3443,7 +3443,7 @@ class MaximumBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(MaximumBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(MaximumBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -3607,7 +3607,7 @@ class MinimumBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(MinimumBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(MinimumBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -3768,7 +3768,7 @@ class MulBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(MulBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(MulBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -3907,7 +3907,7 @@ class NegBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``neg(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(NegBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(NegBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -3969,7 +3969,7 @@ class Rad2DegBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``rad2deg(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(Rad2DegBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(Rad2DegBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4040,7 +4040,7 @@ class ReciprocalBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``reciprocal(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(ReciprocalBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(ReciprocalBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4129,7 +4129,7 @@ class ReluBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``relu(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(ReluBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(ReluBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4210,7 +4210,7 @@ class RoundBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``round(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(RoundBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(RoundBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4281,7 +4281,7 @@ class RsqrtBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``rsqrt(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(RsqrtBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(RsqrtBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4370,7 +4370,7 @@ class SigmoidBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``sigmoid(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(SigmoidBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(SigmoidBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4451,7 +4451,7 @@ class SignBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``sign(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(SignBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(SignBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4522,7 +4522,7 @@ class SinBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``sin(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(SinBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(SinBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4612,7 +4612,7 @@ class SincBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``sinc(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(SincBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(SincBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4701,7 +4701,7 @@ class SinhBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``sinh(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(SinhBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(SinhBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4790,7 +4790,7 @@ class SqrtBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``sqrt(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(SqrtBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(SqrtBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -4890,7 +4890,7 @@ class SubBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(SubBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(SubBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -5002,7 +5002,7 @@ class TanBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``tan(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(TanBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(TanBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -5091,7 +5091,7 @@ class TanhBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``tanh(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(TanhBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(TanhBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -5172,7 +5172,7 @@ class TruncBackward0(Node):
     def record(x: Tensor, data: Any, device: Device) -> Tensor:
         """The result of ``trunc(x)``, holding ``data`` on ``device``, with its node (NOTE [Recorded by
         the node class])."""
-        node = _new_node(TruncBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(TruncBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_one sets
         # (NOTE [Slots the link sets])
         node.next1 = None
@@ -5258,7 +5258,7 @@ class XlogyBackward0(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(XlogyBackward0)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(XlogyBackward0)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -5421,7 +5421,7 @@ class XlogyBackward1(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(XlogyBackward1)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(XlogyBackward1)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
@@ -5584,7 +5584,7 @@ class XlogyBackward2(Node):
         node (NOTE [Recorded by the node class]). ``ra``/``rb``: which operand requires grad; an operand
         is a Tensor or a Python number; ``a_shape``/``b_shape`` its shape where it was broadcast, else
         None."""
-        node = _new_node(XlogyBackward2)  # NOTE [Nodes made without type.__call__]
+        node = _new_object(XlogyBackward2)  # NOTE [Nodes made without type.__call__] in _pointwise.py
         # Node._init_node, inlined (the generator copies it), less the slots link_pair sets
         # (NOTE [Slots the link sets])
         node.more_edges = _NO_EDGES
