@@ -97,6 +97,21 @@ def import_torch_1thread() -> Any | None:
     return import_torch(1)
 
 
+# Every variable that sizes BLAS or aiograd threads: removed from the environment of a process
+# that measures the defaults (the server and neighbour benchmarks).
+THREAD_ENV = ("AIOGRAD_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
+              "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+
+
+def default_environment(extra: dict[str, str]) -> dict[str, str]:
+    """This process's environment without ``THREAD_ENV``, with the repository importable and ``extra`` set."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    env.update(extra)
+    return env
+
+
 def run_isolated(target: str, *args: Any, timeout: float = 300) -> Any:
     """Call ``module:function(*args)`` in a fresh interpreter and return its JSON result.
 

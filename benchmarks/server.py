@@ -54,8 +54,6 @@ WARMUP_STEPS = 3  # /train requests per client before measuring
 TARGET_QUIET_P99, TARGET_BUSY_P99 = 5.0, 10.0
 PATTERN = "aiograd pattern"
 TORCH_THREAD = "torch to_thread"
-THREAD_ENV = ("AIOGRAD_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS",
-              "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 
 
 def handlers() -> list[tuple[str, str, str, dict[str, str]]]:
@@ -258,18 +256,11 @@ async def drive(port: int, probes: int) -> dict[str, Any]:
     return {"latencies_ms": lat, "trained": n, "seconds": t1 - t0, "failed": failed}
 
 
-def _server_env(extra: dict[str, str]) -> dict[str, str]:
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-    env.update(extra)
-    return env
-
-
 def measure_server(module: str, handler: str, extra_env: dict[str, str], probes: int) -> dict[str, Any]:
     """Start the server process, drive it, stop it."""
     proc = subprocess.Popen([sys.executable, "-m", "benchmarks.server", "--serve", module, handler],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_server_env(extra_env), text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=H.default_environment(extra_env),
+                            text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         if not line.startswith("PORT "):

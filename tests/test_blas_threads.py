@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -513,6 +514,98 @@ def test_the_workers_are_left_alone_where_narrow_jobs_use_them_too() -> None:
     clock.now += 0.010
     a.after_job()
     assert fake.reniced == [] and not w.done
+
+
+def test_workers_not_to_be_lowered_are_still_found() -> None:
+    clock, fake = FakeClock(), FakeThreads([11])
+    w = BlasWorkers(0, lambda: list(fake.cpu), fake.cpu.__getitem__,
+                    lambda tid, step: fake.reniced.append((tid, step)), clock)
+    w.done = False
+    w.watch()
+    fake.cpu[11] += 0.005
+    clock.now += 0.010
+    w.check()
+    assert w.found == [11] and w.lowered == [] and fake.reniced == [] and w.done
+    w.reset()  # a forked child: its workers are new threads
+    assert w.found == [] and w.lowered == []
+
+
+# ----- NOTE [A starved worker ends the wide period] ------------------------------------
+
+
+class StarvingWorker:
+    """One BLAS worker, already found, whose run delay a test advances by hand."""
+
+    def __init__(self) -> None:
+        self.delay = 0.0
+        self.broken = False
+
+    def delay_of(self, tid: int) -> float:
+        if self.broken:
+            raise OSError("no schedstat")
+        return self.delay
+
+
+def _wide_sizing(worker: StarvingWorker) -> tuple[AdaptiveThreads, list[int], FakeClock, list[str]]:
+    clock, applied, reads = FakeClock(), list[int](), list[str]()
+    w = BlasWorkers(None, lambda: [11], lambda tid: 0.0, lambda tid, step: None, clock, delay_of=worker.delay_of)
+    w.found, w.lowered, w.done = [11], [11], True
+
+    def read() -> tuple[float, float]:
+        reads.append(f"read at {clock.now:.3f}")
+        return (0.0, 0.0)  # an idle machine
+
+    a = AdaptiveThreads(applied.append, read, clock, workers=w)
+    a.configure(True, 1, 2)
+    return a, applied, clock, reads
+
+
+def _job(a: AdaptiveThreads, clock: FakeClock, worker: StarvingWorker, seconds: float, waited: float) -> None:
+    a.before_job()
+    clock.now += seconds
+    worker.delay += waited
+    a.after_job()
+
+
+def test_a_worker_that_waited_half_a_wide_job_for_a_core_ends_the_wide_period() -> None:
+    worker = StarvingWorker()
+    a, applied, clock, reads = _wide_sizing(worker)
+    _job(a, clock, worker, 0.004, 0.0002)  # the loop took the worker's core for a moment: still wide
+    assert applied == [2, 1] and a.widen and a.starved == 0
+    _job(a, clock, worker, 0.030, 0.027)  # a newcomer shares the worker's core
+    assert applied == [2, 1, 2, 1] and not a.widen and a.starved == 1
+    starved_at = clock.now
+    _job(a, clock, worker, 0.003, 0.0)  # the rest of the period runs narrow
+    assert applied == [2, 1, 2, 1] and a.current == 1
+    # the next reading comes a full period after the starved job, and measures from it
+    assert reads[-1] == f"read at {starved_at:.3f}"
+    clock.now = starved_at + a.period_s
+    _job(a, clock, worker, 0.003, 0.0)
+    assert reads[-1] == f"read at {clock.now - 0.003:.3f}" and a.widen and applied[-2:] == [2, 1]
+
+
+@pytest.mark.parametrize("case", ["short job", "unreadable delay", "no worker found"])
+def test_a_wide_job_that_cannot_tell_a_starved_worker_changes_nothing(case: str) -> None:
+    worker = StarvingWorker()
+    a, applied, clock, _ = _wide_sizing(worker)
+    assert a.workers is not None
+    if case == "unreadable delay":
+        worker.broken = True
+    if case == "no worker found":
+        a.workers.found = []
+    seconds = a.starved_min_s / 2 if case == "short job" else 0.030
+    _job(a, clock, worker, seconds, seconds)
+    assert a.widen and a.starved == 0 and applied == [2, 1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="run delays are read from Linux's /proc")
+def test_a_threads_run_delay_is_read_from_the_kernel() -> None:
+    w = BlasWorkers()
+    w.found = [threading.get_native_id()]
+    first = w.run_delay()
+    assert first is not None and first >= 0.0
+    w.found = [2 ** 22 + 7]  # no such thread of this process
+    assert w.run_delay() is None
 
 
 WORKERS_PROBE = """

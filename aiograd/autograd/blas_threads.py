@@ -37,12 +37,13 @@ stalls while one of them is preempted (a 512x784x512 product took 9.5 ms at
 one thread and 64 ms at two beside a load of 5), and OpenBLAS's workers spin
 for a while after a kernel (about 25 ms of CPU in the 50 ms after a
 two-thread product), taking a core from whoever else wants it. A busy
-neighbour shows in the next reading and the jobs stay narrow; at worst one
-period runs wide beside it.
+neighbour shows in the next reading and the jobs stay narrow; before that, a
+wide job whose BLAS worker waited for a core ends the wide period at once
+(NOTE [A starved worker ends the wide period]).
 
 The BLAS library's workers run below the process's priority while they
-help a wide job (NOTE [BLAS workers yield]), so that they only take cores
-nobody else asks for.
+help a wide job (NOTE [BLAS workers yield]), so that whoever else wants a
+core they use gets the larger share of it.
 
 Off where the load cannot be read (no ``/proc/stat``: not Linux), where the
 user chose a size (``set_num_threads``, AIOGRAD_NUM_THREADS, a BLAS
@@ -168,6 +169,13 @@ def _thread_cpu_of(tid: int) -> float:
     return time.clock_gettime((~tid << 3) | 6)
 
 
+def _run_delay_of(tid: int) -> float:
+    """Seconds thread ``tid`` of this process has spent runnable but waiting for a core (Linux's
+    ``/proc/self/task/<tid>/schedstat``, its second field); OSError where there is none."""
+    with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+        return int(f.read().split()[1]) / 1e9
+
+
 def _foreign_threads() -> list[int]:
     """Kernel ids of this process's threads that Python did not start (a native library's pools)."""
     try:
@@ -179,7 +187,9 @@ def _foreign_threads() -> list[int]:
 
 
 class BlasWorkers:
-    """Finds the BLAS library's worker threads during a wide job and lowers their priority.
+    """Finds the BLAS library's worker threads during a wide job and lowers their priority;
+    their run delay then tells a wide job that they starved (NOTE [A starved worker ends the
+    wide period]).
 
     NOTE [BLAS workers yield]: a wide job's kernel runs on the executor thread and on the
     BLAS library's own workers. The workers only get work while jobs run wide, that is while
@@ -187,16 +197,41 @@ class BlasWorkers:
     cores only. At the default priority, a request that wakes the loop during a wide kernel
     (or during the spin OpenBLAS's workers keep up after one) shares a core with a worker
     for a scheduler slice: that was the quiet server's /health tail (issue 19). So the
-    workers run ``nice_step`` above the process's niceness: the loop preempts them at
-    once, and an idle machine still gives them its cores. The executor thread, which runs
-    the narrow kernels and the first share of a wide one, keeps its priority, so a busy
-    machine (where jobs stay narrow) sees no change.
+    workers run ``nice_step`` above the process's niceness: the loop gets the larger share
+    of a core it shares with one, and an idle machine still gives them its cores. The
+    executor thread, which runs the narrow kernels and the first share of a wide one, keeps
+    its priority, so a busy machine (where jobs stay narrow) sees no change.
 
-    Only where the narrow size is one thread (a 2-core machine, or as many executors as
-    cores less one): a narrow kernel then runs on its calling thread alone, and the workers
-    work for wide jobs only. With a narrow size above one, the workers also run the narrow
-    kernels, beside a busy neighbour too, and a lowered worker would stall those (a
-    kernel waits for its slowest thread): they are left alone there.
+    How far down is a trade between two measurements (issue 19, 2-core VM; the server
+    benchmark's quiet /health p99 pooled over 8 rounds, and ``benchmarks/neighbour.py``'s
+    longest product while a busy process starts and stops every 0.25 s):
+
+    - nice 10 (the default): /health p99 5.1 ms, the loop waiting for a core 10% of the
+      time; the longest product 157-174 ms, since a worker 10 levels down gets about a
+      tenth of a core that a newly started process shares with it, and the kernel waits
+      for its share;
+    - nice 3: 5.4 ms; 54-56 ms. Nice 0 (not lowered): 6.2 ms; 37-48 ms. With the adaptive
+      sizing off (no wide job): 13-30 ms;
+    - Linux's SCHED_IDLE policy (measured, not offered): any other thread that
+      wakes takes the worker's core at once, and the scheduler places a waking thread on
+      a core that runs only such threads as on an idle one. The loop waited 2% of the
+      time; over 11 runs beside the default, /health p99 was 2.1-3.5 ms in 8 and 5.8-7.3
+      in 3 (median 3.1 ms against 5.1), for 10% less /train throughput (the median of the
+      11 ratios: the loop now preempts the worker mid-kernel, and the executor waits for
+      it). But a worker in that policy gets almost nothing beside a busy process: one wide
+      product took 3.5-5.5 s when a neighbour started, and that would last as long as the
+      neighbour does. Not safe on a machine anybody shares.
+
+    The tail is not the loop's own work: its run delay (``/proc/<tid>/schedstat``) fell
+    from 10% to 2% of the time with the idle policy and nothing else changed. Measured and
+    not kept (same benchmark): OpenBLAS's ``OPENBLAS_THREAD_TIMEOUT``, read only when
+    OpenBLAS loads (workers that sleep at once: a tail 0.7-1.2 ms lower for 6-12% less
+    throughput, as each kernel must wake them; after 2^16-2^22 cycles: 7-22% less and no
+    better tail); a shorter or longer EEVDF slice (``sched_setattr``) for the loop, the
+    executor or the workers (no change beyond the noise, or a worse tail); the products of
+    ``linear`` split in row bands between the executor and a helper thread of aiograd's,
+    in place of BLAS workers (no spin, but 9-16% less throughput and no better tail: the
+    helper woke too late to take its share).
 
     Which threads are the workers: those Python did not start whose CPU clock advanced by
     at least ``share`` of a wide job's time during it. Checked around one wide job a
@@ -212,11 +247,16 @@ class BlasWorkers:
     def __init__(self, nice_step: int | None = None, threads: Callable[[], list[int]] = _foreign_threads,
                  cpu_of: Callable[[int], float] = _thread_cpu_of,
                  renice: Callable[[int, int], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 delay_of: Callable[[int], float] = _run_delay_of) -> None:
+        """``nice_step``: how many nice levels down (0: the workers are found, not lowered);
+        ``renice(tid, step)`` lowers a thread, ``delay_of(tid)`` reads its run delay (injected by tests)."""
         if nice_step is not None:
             self.nice_step = nice_step
         self._threads, self._cpu_of, self._clock = threads, cpu_of, clock
         self._renice = renice or self._setpriority
+        self._delay_of = delay_of
+        self.found: list[int] = []  # the workers (NOTE [A starved worker ends the wide period])
         self.lowered: list[int] = []
         self.done = not sys.platform.startswith("linux")
         self._start: tuple[float, dict[int, float]] | None = None
@@ -225,8 +265,19 @@ class BlasWorkers:
     def _setpriority(tid: int, step: int) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, 0) + step)
 
+    def run_delay(self) -> float | None:
+        """Seconds the workers found have waited for a core in all (None: none found, or unreadable)."""
+        total = 0.0
+        for tid in self.found:
+            try:
+                total += self._delay_of(tid)
+            except (OSError, ValueError, IndexError):  # the thread ended, or no schedstat here
+                return None
+        return total if self.found else None
+
     def reset(self) -> None:
         """In a forked child: the workers are new threads, not yet found."""
+        self.found = []
         self.lowered = []
         self.done = not sys.platform.startswith("linux")
         self._start = None
@@ -259,7 +310,8 @@ class BlasWorkers:
                 pass
         if not workers:
             return
-        for tid in workers:
+        self.found = workers
+        for tid in workers if self.nice_step else ():
             try:
                 self._renice(tid, self.nice_step)
             except OSError:  # not permitted, or the thread ended
@@ -280,6 +332,8 @@ class AdaptiveThreads:
 
     period_s = 0.1  # how often the load is read (on the executor thread, before a job)
     widen_below = 0.5  # cores used by other processes and the loop under which kernels go wide
+    starved_share = 0.5  # a worker that waited this share of a wide job for a core ends the wide period
+    starved_min_s = 0.001  # shorter wide jobs are not judged (a wait of a few scheduler ticks is noise)
 
     def __init__(self, set_threads: Callable[[int], None], read: Callable[[], tuple[float, float] | None],
                  clock: Callable[[], float] = time.perf_counter,
@@ -303,6 +357,8 @@ class AdaptiveThreads:
         self.narrow_until = 0.0  # when the loop's holds end at the latest, on ``clock``
         self.widen = False  # the last reading allows wide jobs
         self.load: tuple[float, float] | None = None  # the last reading
+        self.starved = 0  # wide periods ended early (NOTE [A starved worker ends the wide period])
+        self._job = threading.local()  # ``start``: (clock, workers' run delay) when this thread's job widened
         self._lock = threading.Lock()
 
     def configure(self, active: bool, narrow: int, wide: int) -> None:
@@ -329,17 +385,55 @@ class AdaptiveThreads:
                     # only where narrow jobs use no worker at all (NOTE [BLAS workers yield])
                     self._look = self.workers is not None and not self.workers.done and self.narrow == 1
         if self.widen and self.current != self.wide and self._untouched() and self._widen():
+            workers = self.workers
             if self._look:
                 self._look = False
-                assert self.workers is not None
-                self.workers.watch()
+                assert workers is not None
+                workers.watch()
+            elif workers is not None and workers.found:
+                delay = workers.run_delay()
+                self._job.start = None if delay is None else (self._clock(), delay)
 
     def after_job(self) -> None:
-        """Called on an executor thread after each job: back to narrow (NOTE [Adaptive BLAS threads])."""
+        """Called on an executor thread after each job: back to narrow (NOTE [Adaptive BLAS threads]),
+        and the wide period ends if a worker starved (NOTE [A starved worker ends the wide period])."""
         if self.current != self.narrow and self.active:
             self._apply(self.narrow)
             if self.workers is not None:
                 self.workers.check()
+                start, self._job.start = getattr(self._job, "start", None), None
+                if start is not None:
+                    self._judge(*start)
+
+    # NOTE [A starved worker ends the wide period]: jobs run wide for a period after a
+    # reading that found the cores free, and a process that starts meanwhile shares a core
+    # with a BLAS worker (lowered: it gets a small share, NOTE [BLAS workers yield]). A wide
+    # product waits for its slowest thread, so each wide job until the next reading
+    # stalls. The worker's own run delay (time runnable but not on a core, Linux's
+    # schedstat) says so at once: when the workers waited ``starved_share`` or more of a
+    # wide job, the jobs after it run narrow, and the next reading of the load comes a
+    # full period later, measured from now, so that it sees the newcomer and not the idle
+    # time before it. The job that caught the newcomer is not saved, only the ones after
+    # it: with a busy process starting and stopping every 0.25 s (``benchmarks/
+    # neighbour.py``, 2-core VM, two runs against the tree before), the 99th percentile
+    # of products of about 3 ms fell from 62-129 ms to 17-20 ms (adaptive sizing off, or
+    # torch: 10-11 ms), and the longest stayed at 157-174 ms. On a quiet machine the loop,
+    # when it wakes, takes a worker's core for a moment, a few percent of a job: in the
+    # server benchmark the rule ended 9 periods early in a server's life (about 2,000
+    # wide jobs), and the quiet /health p99 and throughput were those of the tree without
+    # it (4.77 against 4.86 ms, 74.4 against 73.1 req/s; 6 rounds).
+    def _judge(self, t0: float, delay0: float) -> None:
+        """After a wide job that started at ``t0`` with the workers' run delay at ``delay0``."""
+        assert self.workers is not None
+        elapsed = self._clock() - t0
+        delay = self.workers.run_delay()
+        if delay is None or elapsed < self.starved_min_s or delay - delay0 < self.starved_share * elapsed:
+            return
+        with self._lock:
+            self.widen = False
+            self.starved += 1
+            self._next = self._clock() + self.period_s
+            self._read()  # the next reading measures from now
 
     def is_wide(self) -> bool:
         """Whether an executor job runs with wide BLAS now (the loop's BLAS calls would wait for it)."""
@@ -418,4 +512,4 @@ class AdaptiveThreads:
 
     def stats(self) -> dict[str, Any]:
         return {"active": self.active, "narrow": self.narrow, "wide": self.wide, "current": self.current,
-                "switches": self.switches, "held": self.held, "load": self.load}
+                "switches": self.switches, "held": self.held, "starved": self.starved, "load": self.load}

@@ -601,7 +601,7 @@ _blas = _BlasThreads()
 _machine = MachineLoad()
 _workers = BlasWorkers(worker_nice_by_env())
 _adaptive = AdaptiveThreads(_blas.set_fast, _machine.read, untouched=_blas.untouched,
-                            workers=_workers if _workers.nice_step else None)
+                            workers=_workers)
 
 
 def _check_threads(n: Any) -> int:
