@@ -598,6 +598,21 @@ def test_a_wide_job_that_cannot_tell_a_starved_worker_changes_nothing(case: str)
     assert a.widen and a.starved == 0 and applied == [2, 1]
 
 
+def test_a_wide_jobs_start_is_judged_by_that_job_only() -> None:
+    worker = StarvingWorker()
+    a, _, clock, _ = _wide_sizing(worker)
+    a.before_job()  # this thread's job widens...
+    a._apply(a.narrow)  # ...and another executor's job, ending first, sets BLAS back
+    clock.now += 0.030
+    a.after_job()  # nothing left to narrow: the start is dropped, not judged later
+    worker.delay += 1.0
+    a.widen = False
+    a.before_job()  # a narrow job of this thread...
+    a._apply(a.wide)  # ...while another executor's job runs wide
+    a.after_job()
+    assert a.starved == 0
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="run delays are read from Linux's /proc")
 def test_a_threads_run_delay_is_read_from_the_kernel() -> None:
     w = BlasWorkers()

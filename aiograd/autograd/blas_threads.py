@@ -397,11 +397,15 @@ class AdaptiveThreads:
     def after_job(self) -> None:
         """Called on an executor thread after each job: back to narrow (NOTE [Adaptive BLAS threads]),
         and the wide period ends if a worker starved (NOTE [A starved worker ends the wide period])."""
-        if self.current != self.narrow and self.active:
+        if not self.active:
+            return
+        start = getattr(self._job, "start", None)  # set by this thread's job, if it widened
+        if start is not None:
+            self._job.start = None
+        if self.current != self.narrow:
             self._apply(self.narrow)
             if self.workers is not None:
                 self.workers.check()
-                start, self._job.start = getattr(self._job, "start", None), None
                 if start is not None:
                     self._judge(*start)
 
