@@ -231,7 +231,9 @@ class BlasWorkers:
     executor or the workers (no change beyond the noise, or a worse tail); the products of
     ``linear`` split in row bands between the executor and a helper thread of aiograd's,
     in place of BLAS workers (no spin, but 9-16% less throughput and no better tail: the
-    helper woke too late to take its share).
+    helper woke too late to take its share); and narrow jobs whenever the loop thread was
+    runnable, or for a period after one in which the loop waited for a core more than 3%
+    or 5% of the time (about 10% less throughput, no better tail).
 
     Which threads are the workers: those Python did not start whose CPU clock advanced by
     at least ``share`` of a wide job's time during it. Checked around one wide job a
