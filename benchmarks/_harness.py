@@ -103,11 +103,16 @@ THREAD_ENV = ("AIOGRAD_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
               "MKL_NUM_THREADS", "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 
 
+def _repo_importable(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this repository first on PYTHONPATH (a child process imports ``benchmarks`` and this aiograd)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return env
+
+
 def default_environment(extra: dict[str, str]) -> dict[str, str]:
     """This process's environment without ``THREAD_ENV``, with the repository importable and ``extra`` set."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = {k: v for k, v in os.environ.items() if k not in THREAD_ENV}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    env = _repo_importable({k: v for k, v in os.environ.items() if k not in THREAD_ENV})
     env.update(extra)
     return env
 
@@ -119,8 +124,7 @@ def run_isolated(target: str, *args: Any, timeout: float = 300) -> Any:
     OpenBLAS threads in one process compete for the 2 cores; under load, numpy rows
     measured after a default-threads torch run were seen tens of times slower.
     """
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    env = _repo_importable(dict(os.environ))
     code = ("import json, sys; from importlib import import_module; m, f = sys.argv[1].split(':'); "
             "r = getattr(import_module(m), f)(*json.loads(sys.argv[2])); print('\\x1e' + json.dumps(r))")
     proc = subprocess.run([sys.executable, "-c", code, target, json.dumps(args)], capture_output=True,

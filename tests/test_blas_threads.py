@@ -619,8 +619,11 @@ def test_a_threads_run_delay_is_read_from_the_kernel() -> None:
     w.found = [threading.get_native_id()]
     first = w.run_delay()
     assert first is not None and first >= 0.0
+    assert w.run_delay() is not None  # read again through the descriptor kept open
     w.found = [2 ** 22 + 7]  # no such thread of this process
     assert w.run_delay() is None
+    w.reset()
+    assert w._delay_files == {}
 
 
 WORKERS_PROBE = """

@@ -169,13 +169,6 @@ def _thread_cpu_of(tid: int) -> float:
     return time.clock_gettime((~tid << 3) | 6)
 
 
-def _run_delay_of(tid: int) -> float:
-    """Seconds thread ``tid`` of this process has spent runnable but waiting for a core (Linux's
-    ``/proc/self/task/<tid>/schedstat``, its second field); OSError where there is none."""
-    with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
-        return int(f.read().split()[1]) / 1e9
-
-
 def _foreign_threads() -> list[int]:
     """Kernel ids of this process's threads that Python did not start (a native library's pools)."""
     try:
@@ -250,14 +243,15 @@ class BlasWorkers:
                  cpu_of: Callable[[int], float] = _thread_cpu_of,
                  renice: Callable[[int, int], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter,
-                 delay_of: Callable[[int], float] = _run_delay_of) -> None:
+                 delay_of: Callable[[int], float] | None = None) -> None:
         """``nice_step``: how many nice levels down (0: the workers are found, not lowered);
         ``renice(tid, step)`` lowers a thread, ``delay_of(tid)`` reads its run delay (injected by tests)."""
         if nice_step is not None:
             self.nice_step = nice_step
         self._threads, self._cpu_of, self._clock = threads, cpu_of, clock
         self._renice = renice or self._setpriority
-        self._delay_of = delay_of
+        self._delay_of = delay_of or self._schedstat_delay
+        self._delay_files: dict[int, int] = {}  # tid -> an open descriptor of its schedstat
         self.found: list[int] = []  # the workers (NOTE [A starved worker ends the wide period])
         self.lowered: list[int] = []
         self.done = not sys.platform.startswith("linux")
@@ -267,18 +261,30 @@ class BlasWorkers:
     def _setpriority(tid: int, step: int) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, 0) + step)
 
+    def _schedstat_delay(self, tid: int) -> float:
+        """Seconds thread ``tid`` of this process has spent runnable but waiting for a core (Linux's
+        ``/proc/self/task/<tid>/schedstat``, its second field). The file stays open: a read of it is
+        about 2 us, an open and read about 19 (two a wide job)."""
+        fd = self._delay_files.get(tid)
+        if fd is None:
+            fd = self._delay_files[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        return int(os.pread(fd, 64, 0).split()[1]) / 1e9
+
     def run_delay(self) -> float | None:
         """Seconds the workers found have waited for a core in all (None: none found, or unreadable)."""
-        total = 0.0
-        for tid in self.found:
-            try:
-                total += self._delay_of(tid)
-            except (OSError, ValueError, IndexError):  # the thread ended, or no schedstat here
-                return None
-        return total if self.found else None
+        if not self.found:
+            return None
+        try:
+            return sum(self._delay_of(tid) for tid in self.found)
+        except (OSError, ValueError, IndexError):  # the thread ended, or no schedstat here
+            return None
 
     def reset(self) -> None:
-        """In a forked child: the workers are new threads, not yet found."""
+        """In a forked child: the workers are new threads, not yet found (and the open schedstat
+        files are the parent's threads')."""
+        for fd in self._delay_files.values():
+            os.close(fd)
+        self._delay_files = {}
         self.found = []
         self.lowered = []
         self.done = not sys.platform.startswith("linux")
@@ -432,8 +438,10 @@ class AdaptiveThreads:
         """After a wide job that started at ``t0`` with the workers' run delay at ``delay0``."""
         assert self.workers is not None
         elapsed = self._clock() - t0
+        if elapsed < self.starved_min_s:
+            return
         delay = self.workers.run_delay()
-        if delay is None or elapsed < self.starved_min_s or delay - delay0 < self.starved_share * elapsed:
+        if delay is None or delay - delay0 < self.starved_share * elapsed:
             return
         with self._lock:
             self.widen = False
