@@ -23,7 +23,8 @@ import asyncio
 import contextlib
 import contextvars
 import queue
-from typing import Any, Awaitable, Callable, Generator
+import select
+from typing import Any, Awaitable, Callable, Generator, Mapping
 
 import anyio
 import anyio.lowlevel
@@ -42,6 +43,7 @@ __all__ = [
     "ThreadInbox",
     "awaitable_anywhere",
     "loop_may_want_turn",
+    "turn_probe",
 ]
 
 checkpoint = anyio.lowlevel.checkpoint
@@ -181,13 +183,27 @@ def awaitable_anywhere(aw: Awaitable[Any]) -> Awaitable[Any]:
 # thread so that the loop's other coroutines get their turns meanwhile (NOTE [Offload
 # policy] (a) in autograd/executors.py). When the loop has nothing else to run, that
 # hand-off buys nothing and costs 0.35-0.5 ms of CPU. An asyncio event loop can say so
-# cheaply: no callback ready to run, no timer due before the kernel would end, and no
-# file descriptor watched except its own wake-up pipe (a watched socket or pipe, of a
-# server, a client, a Jupyter kernel, a subprocess, may deliver work at any moment, so it
-# counts as someone waiting). Calls another thread posts with ``call_soon_threadsafe``
-# (a DataLoader worker's batch, a finished offload) only wait for the kernel. Loops this
-# module cannot inspect (uvloop, trio, a proactor loop) always count as busy: nothing
-# changes for them.
+# cheaply: no callback ready to run (a call another thread posted with
+# ``call_soon_threadsafe`` is in that queue at once), no timer due before the kernel would
+# end, and no file descriptor watched except its own wake-up pipe (a watched socket or
+# pipe, of a server, a client, a Jupyter kernel, a subprocess, may deliver work at any
+# moment, so it counts as someone waiting). Calls another thread may post while the
+# kernel runs (a DataLoader worker's batch, a finished offload) cannot be foreseen: they
+# wait for the kernel. Loops this module cannot inspect (uvloop, trio, a proactor loop)
+# always count as busy: nothing changes for them. What the loop holds is read from
+# asyncio's private fields (``_ready``, ``_scheduled``, ``_ssock``, the selector's map):
+# a loop without them counts as busy.
+#
+# The same question, asked for now, decides the engine's yields (``turn_probe``): at the
+# end of a time slice, and before an inline kernel that would end past it, the driver
+# gives the loop a turn only if something would run in it. A turn of an asyncio loop
+# with nothing to run still costs: 4 us alone, about 25,000 instructions (callgrind) from
+# inside a training step's backward, whose await chain unwinds and resumes; the
+# transformer step of benchmarks/offload.py took 17 of them (issue 19). One more thing
+# counts for a yield: a signal for a handler added with ``loop.add_signal_handler`` (a
+# script's SIGTERM) is a byte in the wake-up pipe until the loop reads it, and nothing
+# in its queues shows it. One ``poll`` of that pipe (under 1 us) sees it; skipped, the
+# handler would wait for the whole pass, not for one kernel.
 
 
 def loop_may_want_turn(within: float) -> bool:
@@ -198,21 +214,77 @@ def loop_may_want_turn(within: float) -> bool:
     loop = asyncio._get_running_loop()
     if loop is None:
         return running_loop_kind() is not None  # trio: cannot be told
-    ready = getattr(loop, "_ready", None)
-    scheduled = getattr(loop, "_scheduled", None)
+    inspectable = _inspectable(loop)
+    if inspectable is None:
+        return True
+    return _may_want_turn(loop, *inspectable, within)
+
+
+def turn_probe() -> Callable[[], bool]:
+    """For one backward pass on this thread's running loop: a function that says whether a
+    yield now would let anything else run: a ready callback, a timer due, a watched socket or
+    pipe (as ``loop_may_want_turn``), or a signal in the loop's wake-up pipe that the loop has
+    not read yet (NOTE [Nobody waiting]). Always False without a running loop, always
+    True on a loop that cannot be inspected."""
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return _always_turn if running_loop_kind() is not None else _never_turn
+    inspectable = _inspectable(loop)
+    if inspectable is None:
+        return _always_turn
+    fds, wake_fd = inspectable
+    try:
+        # a poll object names the descriptor and holds no file of its own: nothing to close
+        poller = select.poll()
+        poller.register(wake_fd, select.POLLIN)
+    except (AttributeError, OSError, ValueError):  # no poll() here (Windows): assume someone waits
+        return _always_turn
+
+    def wanted() -> bool:
+        if _may_want_turn(loop, fds, wake_fd, 0.0):  # a timer due later would not run in this turn
+            return True
+        try:
+            return bool(poller.poll(0))
+        except OSError:  # the loop closed its pipe
+            return True
+
+    return wanted
+
+
+def _always_turn() -> bool:
+    return True
+
+
+def _never_turn() -> bool:
+    return False
+
+
+def _inspectable(loop: asyncio.AbstractEventLoop) -> tuple[Mapping[Any, Any], int] | None:
+    """The selector's map of watched descriptors and the loop's wake-up descriptor, for asyncio's
+    selector loop; None for any other (uvloop, a proactor loop): it cannot be inspected.
+
+    The map is the selector's own dict by descriptor where it has one (``len`` and ``in`` on it
+    cost nothing), else its public ``get_map()``: the same keys, through Python calls."""
     selector = getattr(loop, "_selector", None)
     self_pipe = getattr(loop, "_ssock", None)
-    get_map = getattr(selector, "get_map", None)
-    if ready is None or scheduled is None or get_map is None or self_pipe is None:
-        return True  # not asyncio's selector loop (uvloop, proactor): cannot be told
-    if ready:
+    if selector is None or self_pipe is None or not hasattr(loop, "_ready") or not hasattr(loop, "_scheduled"):
+        return None
+    fds = getattr(selector, "_fd_to_key", None)
+    try:
+        if not isinstance(fds, dict):
+            fds = selector.get_map()
+        return (fds, self_pipe.fileno()) if fds is not None else None
+    except Exception:  # a closed selector or pipe, or a changed private API: cannot be told
+        return None
+
+
+def _may_want_turn(loop: Any, fds: Mapping[Any, Any], wake_fd: int, within: float) -> bool:
+    if loop._ready:  # a callback ready to run
         return True
+    scheduled = loop._scheduled  # (a list the loop may replace: read it each time)
     if scheduled:
         due = loop.time() + within
         if scheduled[0].when() <= due and any(not t.cancelled() and t.when() <= due for t in scheduled):
             return True
-    try:
-        watched = get_map()
-        return len(watched) > 1 or (len(watched) == 1 and self_pipe.fileno() not in watched)
-    except Exception:  # a closed selector or a changed private API: assume someone waits
-        return True
+    watched = len(fds)  # a descriptor watched besides the loop's own wake-up pipe
+    return watched > 1 or (watched == 1 and wake_fd not in fds)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -312,6 +314,155 @@ async def test_loop_may_want_turn_assumes_trio_is_busy() -> None:
 
 def test_loop_may_want_turn_without_a_loop_is_false() -> None:
     assert not _aio.loop_may_want_turn(1.0)
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_turn_probe_sees_callbacks_due_timers_sockets_and_posted_calls() -> None:
+    wanted = _aio.turn_probe()
+    assert not wanted()  # this test's coroutine alone
+    loop = asyncio.get_running_loop()
+    handle = loop.call_soon(lambda: None)
+    assert wanted()
+    handle.cancel()
+    await asyncio.sleep(0)
+    later = loop.call_later(0.05, lambda: None)
+    assert not wanted()  # a timer not yet due would not run in a turn taken now
+    await asyncio.sleep(0.06)
+    later.cancel()
+    timer = loop.call_at(loop.time() - 1.0, lambda: None)  # due already
+    assert wanted()
+    timer.cancel()
+    assert not wanted()
+    posted = threading.Thread(target=loop.call_soon_threadsafe, args=(lambda: None,))
+    posted.start()
+    posted.join()
+    assert wanted()  # a call another thread posted
+    await asyncio.sleep(0)  # the call runs; the loop reads its wake-up byte after this coroutine's turn
+    await asyncio.sleep(0)
+    assert not wanted()
+    # a signal for a handler of the loop is a byte in its wake-up pipe until the loop reads it
+    handled: list[int] = []
+    loop.add_signal_handler(signal.SIGUSR1, handled.append, 1)
+    try:
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert not loop._ready  # type: ignore[attr-defined]
+        assert wanted()
+        while not handled:
+            await asyncio.sleep(0)
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
+    assert not wanted()
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    try:
+        assert wanted()  # a listening socket may bring a request at any moment
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert not wanted()
+
+
+@pytest.mark.asyncio(loop_factories=["uvloop"])
+async def test_turn_probe_assumes_uvloop_is_busy() -> None:
+    assert _aio.turn_probe()()
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_turn_probe_assumes_trio_is_busy() -> None:
+    assert _aio.turn_probe()()
+
+
+def test_turn_probe_without_a_loop_is_false() -> None:
+    assert not _aio.turn_probe()()
+
+
+def _counting_yields(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the engine's yields to asyncio from here on (NOTE [Nobody waiting])."""
+    count = [0]
+    plain = _aio._asyncio_yield
+
+    def counted() -> Any:
+        count[0] += 1
+        return plain()
+
+    monkeypatch.setattr(_aio, "_asyncio_yield", counted)
+    return count
+
+
+def _chain_loss(n: int) -> ag.Tensor:
+    x = ag.tensor(np.ones(4), requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = y * 1.0
+    return y.sum()
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_a_pass_on_an_idle_loop_does_not_yield(monkeypatch: pytest.MonkeyPatch, offload_mode: Any) -> None:
+    offload_mode("never")
+    old = ag.get_time_slice()
+    ag.set_time_slice(1e-6)  # every check finds the slice over
+    loss = _chain_loss(2000)
+    yields = _counting_yields(monkeypatch)
+    try:
+        await loss.backward()
+    finally:
+        ag.set_time_slice(old)
+    assert yields[0] == 0
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_a_pass_yields_to_a_signal_handler_of_the_loop(offload_mode: Any) -> None:
+    # The signal sits in the loop's wake-up pipe, where the loop's queues do not show it: the pass
+    # must still give the handler a turn at the end of a slice, not make it wait for the whole pass.
+    offload_mode("never")
+    loop = asyncio.get_running_loop()
+    handled: list[bool] = []
+    loss = _chain_loss(60_000)
+    started = threading.Event()
+    finished = False
+
+    def signal_soon() -> None:
+        started.wait()
+        time.sleep(0.005)
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    loop.add_signal_handler(signal.SIGUSR1, lambda: handled.append(finished))
+    sender = threading.Thread(target=signal_soon)
+    sender.start()
+    try:
+        started.set()
+        t0 = time.perf_counter()
+        await loss.backward()
+        elapsed = time.perf_counter() - t0
+        finished = True
+        while not handled:
+            await asyncio.sleep(0)
+    finally:
+        sender.join()
+        loop.remove_signal_handler(signal.SIGUSR1)
+    if elapsed < 0.05:
+        pytest.skip(f"the pass took {elapsed * 1e3:.0f} ms: too short to tell")
+    assert handled == [False], "the signal's handler waited for the whole pass"
+
+
+@pytest.mark.asyncio(loop_factories=["asyncio"])
+async def test_a_pass_yields_when_a_timer_falls_due(offload_mode: Any) -> None:
+    offload_mode("never")
+    loop = asyncio.get_running_loop()
+    fired = asyncio.Event()
+    loss = _chain_loss(60_000)
+    done = False
+    loop.call_later(0.002, fired.set)
+    t0 = time.perf_counter()
+    task = asyncio.ensure_future(loss.backward())
+    await fired.wait()
+    fired_after = time.perf_counter() - t0
+    done = task.done()
+    await task
+    elapsed = time.perf_counter() - t0
+    if elapsed < 0.05:
+        pytest.skip(f"the pass took {elapsed * 1e3:.0f} ms: too short to tell")
+    assert not done, f"the timer ran only after the pass ({fired_after * 1e3:.1f} of {elapsed * 1e3:.1f} ms)"
 
 
 def test_a_pass_without_an_event_loop_hands_off_nothing_for_responsiveness(offload_mode: Any,

@@ -714,14 +714,17 @@ class Engine:
     # (d) One map, not two: ``GraphTask.table`` maps a node to its count or its buffer
     #     (torch keeps ``dependencies`` and ``not_ready`` apart).
     # (e) The time slice is checked every ``_CHECK_EVERY`` nodes by a countdown, not by
-    #     a clock read per node.
+    #     a clock read per node. At its end the driver yields only if something else may
+    #     take the turn (``turn_probe``, NOTE [Nobody waiting] in _aio.py): a turn of an
+    #     idle loop costs 15-20 us from inside a step and gives nobody anything.
     # (f) Outputs a device thread computed are propagated before the next ready node is
     #     evaluated, so that devices get their next nodes early.
     # (g) Only a node with at least ``min_work`` is timed or considered for a device
     #     (NOTE [Offload policy] in executors.py): no clock read for small ones. Such a
     #     node goes to its device thread only when that buys responsiveness or
     #     parallelism; run inline, it first yields to the loop if it would end past the
-    #     slice's deadline, so inline kernels never stretch a slice. A pass without an
+    #     slice's deadline, so inline kernels never stretch a slice (when nothing may want
+    #     the turn, the slice starts afresh without the yield, as in (e)). A pass without an
     #     event loop (``backward_sync``) asks the policy with an infinite slice: no loop
     #     waits for a turn, so only parallelism may send a kernel away.
     # (h) Validation fast path: each gradient's dtype and shape are compared with what
@@ -760,6 +763,7 @@ class Engine:
         min_work = offload_policy.engine_min_work()
         AG = AccumulateGrad
         checkpoint = _aio.checkpoint_function()
+        turn_wanted = _aio.turn_probe()  # (e), (g)
         # Without an event loop nothing waits for a turn: no hand-off for responsiveness (g).
         policy_slice = _time_slice if checkpoint is not _aio.no_yield else math.inf
         deadline = perf_counter() + _time_slice
@@ -774,7 +778,8 @@ class Engine:
                 if not countdown:  # (e)
                     countdown = _CHECK_EVERY
                     if perf_counter() >= deadline:
-                        await checkpoint()
+                        if turn_wanted():  # (e): only if something may take the turn
+                            await checkpoint()
                         deadline = perf_counter() + _time_slice
                 if done:  # a device thread ran a node: propagate its outputs (f)
                     node, grads, outputs, failure, secs = done.pop()
@@ -821,11 +826,12 @@ class Engine:
                             continue  # its outputs come back through ``done`` (f)
                         t0 = perf_counter()
                         if t0 + offload_policy.predict(node) > deadline:  # it would overrun this slice (g)
-                            await checkpoint()
-                            t0 = perf_counter()
+                            if turn_wanted():
+                                await checkpoint()
+                                t0 = perf_counter()
+                                started = t0  # the node's run starts now: the turns of other passes are not its time
                             deadline = t0 + _time_slice
                             countdown = _CHECK_EVERY
-                            started = t0  # the node's run starts now: the turns of other passes are not its time
                         c0 = kernel_clock()
                         outputs = node.apply(grads)
                         offload_policy.ran_inline(node, kernel_clock() - c0)
