@@ -328,8 +328,9 @@ class OffloadPolicy:
 #     would only queue behind it.
 #
 # Anything else runs inline, timed so the rates stay current. A node that fits a
-# slice but not what is left of the current one makes the driver yield first (the
-# engine's NOTE [Hot loop] (g)), so inline kernels never stretch a slice. A sequential
+# slice but not what is left of the current one makes the driver yield first, when
+# something would run in that turn (the engine's NOTE [Hot loop] (g)), so inline kernels
+# never stretch a slice. A sequential
 # graph (an MLP, most of a transformer's backward) therefore runs inline and pays no
 # hand-off: issue 12 measured 35.8 ms of CPU for a transformer backward with the old
 # rule (offload anything predicted above 200 us) against 20.9 ms inline.
