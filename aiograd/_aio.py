@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import contextvars
 import queue
-import select
 from typing import Any, Awaitable, Callable, Generator, Mapping
 
 import anyio
@@ -191,19 +190,29 @@ def awaitable_anywhere(aw: Awaitable[Any]) -> Awaitable[Any]:
 # kernel runs (a DataLoader worker's batch, a finished offload) cannot be foreseen: they
 # wait for the kernel. Loops this module cannot inspect (uvloop, trio, a proactor loop)
 # always count as busy: nothing changes for them. What the loop holds is read from
-# asyncio's private fields (``_ready``, ``_scheduled``, ``_ssock``, the selector's map):
-# a loop without them counts as busy.
+# asyncio's private fields (``_ready``, ``_scheduled``, ``_ssock``, the selector's map;
+# for yields, below, ``_signal_handlers`` and a task's ``_must_cancel``): a loop or task
+# without them counts as busy.
 #
 # The same question, asked for now, decides the engine's yields (``turn_probe``): at the
 # end of a time slice, and before an inline kernel that would end past it, the driver
 # gives the loop a turn only if something would run in it. A turn of an asyncio loop
 # with nothing to run still costs: 4 us alone, about 25,000 instructions (callgrind) from
 # inside a training step's backward, whose await chain unwinds and resumes; the
-# transformer step of benchmarks/offload.py took 17 of them (issue 19). One more thing
-# counts for a yield: a signal for a handler added with ``loop.add_signal_handler`` (a
-# script's SIGTERM) is a byte in the wake-up pipe until the loop reads it, and nothing
-# in its queues shows it. One ``poll`` of that pipe (under 1 us) sees it; skipped, the
-# handler would wait for the whole pass, not for one kernel.
+# transformer step of benchmarks/offload.py took 17 of them (issue 19). Two more things
+# count for a yield. A cancel of the pass's own task requested while it ran (by a hook, a
+# custom backward, ``asyncio.run``'s Ctrl-C handler) waits, in the task, for its next
+# suspension: the task's ``_must_cancel`` shows it. And a signal for a handler added
+# with ``loop.add_signal_handler`` (a script's SIGTERM) is a byte in the wake-up pipe
+# until the loop reads it, which nothing in the loop's queues shows: a loop with such
+# handlers yields every slice, as before.
+#
+# Reading that pipe instead (a ``poll`` of it, under 1 us) was tried and dropped: the
+# call releases the GIL, and a thread waiting for the GIL restarts its 5 ms wait each time
+# the GIL is released and taken back by the same thread, so a pass that released it every
+# slice kept another Python thread waiting for the whole pass (150 ms; with the old yield
+# to the loop's own ``epoll``, 17-109 ms). A pass that releases nothing lets CPython's
+# switch interval hand the GIL over within 5-15 ms.
 
 
 def loop_may_want_turn(within: float) -> bool:
@@ -222,10 +231,10 @@ def loop_may_want_turn(within: float) -> bool:
 
 def turn_probe() -> Callable[[], bool]:
     """For one backward pass on this thread's running loop: a function that says whether a
-    yield now would let anything else run: a ready callback, a timer due, a watched socket or
-    pipe (as ``loop_may_want_turn``), or a signal in the loop's wake-up pipe that the loop has
-    not read yet (NOTE [Nobody waiting]). Always False without a running loop, always
-    True on a loop that cannot be inspected."""
+    yield now would do anything: run a ready callback, a timer due or a watched socket or pipe
+    (as ``loop_may_want_turn``), or deliver a cancel of the pass's own task, requested while it
+    ran (NOTE [Nobody waiting]). Always False without a running loop; always True on a loop
+    that cannot be inspected or that has signal handlers."""
     loop = asyncio._get_running_loop()
     if loop is None:
         return _always_turn if running_loop_kind() is not None else _never_turn
@@ -233,20 +242,16 @@ def turn_probe() -> Callable[[], bool]:
     if inspectable is None:
         return _always_turn
     fds, wake_fd = inspectable
-    try:
-        # a poll object names the descriptor and holds no file of its own: nothing to close
-        poller = select.poll()
-        poller.register(wake_fd, select.POLLIN)
-    except (AttributeError, OSError, ValueError):  # no poll() here (Windows): assume someone waits
-        return _always_turn
+    task = asyncio.current_task(loop)
+    if task is not None and not hasattr(task, "_must_cancel"):
+        return _always_turn  # a task whose pending cancel cannot be read
+    if getattr(loop, "_signal_handlers", True):
+        return _always_turn  # a signal for the loop's handlers shows only in its wake-up pipe
 
     def wanted() -> bool:
-        if _may_want_turn(loop, fds, wake_fd, 0.0):  # a timer due later would not run in this turn
+        if task is not None and task._must_cancel:  # cancelled while it ran: the yield delivers it
             return True
-        try:
-            return bool(poller.poll(0))
-        except OSError:  # the loop closed its pipe
-            return True
+        return _may_want_turn(loop, fds, wake_fd, 0.0)  # a timer due later would not run in this turn
 
     return wanted
 
