@@ -449,7 +449,6 @@ async def test_a_pass_yields_when_a_timer_falls_due(offload_mode: Any) -> None:
     loop = asyncio.get_running_loop()
     fired = asyncio.Event()
     loss = _chain_loss(60_000)
-    done = False
     loop.call_later(0.002, fired.set)
     t0 = time.perf_counter()
     task = asyncio.ensure_future(loss.backward())

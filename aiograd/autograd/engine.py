@@ -714,9 +714,9 @@ class Engine:
     # (d) One map, not two: ``GraphTask.table`` maps a node to its count or its buffer
     #     (torch keeps ``dependencies`` and ``not_ready`` apart).
     # (e) The time slice is checked every ``_CHECK_EVERY`` nodes by a countdown, not by
-    #     a clock read per node. At its end the driver yields only if something else may
-    #     take the turn (``turn_probe``, NOTE [Nobody waiting] in _aio.py): a turn of an
-    #     idle loop costs 15-20 us from inside a step and gives nobody anything.
+    #     a clock read per node. At its end the driver yields only if the turn would do
+    #     something (``turn_probe``, NOTE [Nobody waiting] in _aio.py): a turn of an idle
+    #     loop costs a trip through it and gives nobody anything.
     # (f) Outputs a device thread computed are propagated before the next ready node is
     #     evaluated, so that devices get their next nodes early.
     # (g) Only a node with at least ``min_work`` is timed or considered for a device
