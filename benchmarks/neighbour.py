@@ -13,8 +13,10 @@ a neighbour takes one of their cores. aiograd's jobs run wide (every core)
 only while the last reading of the machine's load left cores free (NOTE
 [Adaptive BLAS threads]), so a neighbour that starts meanwhile catches a wide
 product; how long that product then takes depends on how far below the
-process the BLAS workers run (NOTE [BLAS workers yield]): the rows compare
-the default (10 nice levels down), the workers left at the process's
+process the BLAS workers run (NOTE [BLAS workers yield]) and the executor's
+jobs (NOTE [Jobs run below the loop]): the rows compare the default (both
+10 nice levels down while the machine is quiet), the workers left at the
+process's priority, the jobs left on the executor thread at the process's
 priority, and no wide jobs at all.
 torch (its default threads) and numpy (its default BLAS threads, every core)
 run the same products in ``asyncio.to_thread``.
@@ -49,6 +51,7 @@ WARMUP = 30  # products before timing (the workers are found and lowered during 
 ROWS: tuple[tuple[str, str, dict[str, str]], ...] = (
     ("aiograd (default)", "aiograd", {}),
     ("aiograd, BLAS workers not lowered", "aiograd", {"AIOGRAD_BLAS_WORKER_NICE": "0"}),
+    ("aiograd, jobs not lowered", "aiograd", {"AIOGRAD_EXECUTOR_NICE": "0"}),
     ("aiograd, adaptive off", "aiograd", {"AIOGRAD_ADAPTIVE_THREADS": "0"}),
     ("torch (default threads)", "torch", {}),
     ("numpy (default BLAS threads)", "numpy", {}),

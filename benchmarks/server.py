@@ -15,10 +15,13 @@ benchmark starts and stops). Handlers:
   ``await loss.backward()``, ``await opt.step_async()``; no lock;
 - the same with BLAS at every core (AIOGRAD_NUM_THREADS = cores), and with
   the adaptive sizing off (AIOGRAD_ADAPTIVE_THREADS=0: every kernel at cores - 1,
-  the default before issue 19), and with the BLAS workers at the process's
-  priority (AIOGRAD_BLAS_WORKER_NICE=0): what the default (executor jobs at
-  every core while the machine is idle, NOTE [Adaptive BLAS threads], their
-  BLAS workers below the loop, NOTE [BLAS workers yield]) is measured against;
+  the default before issue 19), with the BLAS workers at the process's
+  priority (AIOGRAD_BLAS_WORKER_NICE=0), and with the jobs on the executor
+  thread at the process's priority (AIOGRAD_EXECUTOR_NICE=0): what the default
+  (executor jobs at every core while the machine is idle, NOTE [Adaptive BLAS
+  threads], their BLAS workers below the loop, NOTE [BLAS workers yield], and
+  the jobs themselves below it while the machine is quiet, NOTE [Jobs run
+  below the loop]) is measured against;
 - aiograd, naive: under an asyncio.Lock, forward, ``await loss.backward()``,
   ``opt.step()``, forward and step on the loop's thread;
 - torch, blocking: under the lock, forward, ``loss.backward()``, ``opt.step()``;
@@ -65,6 +68,7 @@ def handlers() -> list[tuple[str, str, str, dict[str, str]]]:
         (f"aiograd pattern, adaptive off (BLAS {max(1, int(cores) - 1)})", "aiograd", "pattern",
          {"AIOGRAD_ADAPTIVE_THREADS": "0"}),
         ("aiograd pattern, BLAS workers not lowered", "aiograd", "pattern", {"AIOGRAD_BLAS_WORKER_NICE": "0"}),
+        ("aiograd pattern, jobs not lowered", "aiograd", "pattern", {"AIOGRAD_EXECUTOR_NICE": "0"}),
         ("aiograd naive", "aiograd", "naive", {}),
         ("torch blocking", "torch", "blocking", {}),
         (TORCH_THREAD, "torch", "to_thread", {}),

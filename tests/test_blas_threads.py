@@ -632,6 +632,7 @@ import numpy as np
 import aiograd as ag
 from aiograd.autograd import executors
 executors._adaptive._read = lambda: (0.0, 0.0)  # an idle machine, whatever the test machine's load
+executors._adaptive.quiet_for_s = 0.0  # and quiet from the first reading (NOTE [Jobs run below the loop])
 executors._BlasThreads.default = staticmethod(lambda: 1)  # narrow kernels on one thread, as on 2 cores
 a = np.random.rand(512, 784).astype(np.float32)
 b = np.random.rand(784, 512).astype(np.float32)
@@ -665,4 +666,7 @@ def test_the_blas_workers_of_a_real_process_run_below_its_python_threads() -> No
     assert seen["lowered"], seen  # the product at two threads showed its worker
     base = seen["python"]["MainThread"]
     assert all(seen["foreign"][str(t)] == base + BlasWorkers.nice_step for t in seen["lowered"]), seen
-    assert set(seen["python"].values()) == {base}, seen  # the loop and the executor keep their priority
+    # the loop and the executor thread keep their priority; on an idle machine the jobs ran on the
+    # executor's background thread, as far below (NOTE [Jobs run below the loop])
+    assert seen["python"]["aiograd-cpu_0"] == base, seen
+    assert seen["python"]["aiograd-cpu_background"] == base + BlasWorkers.nice_step, seen

@@ -58,6 +58,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from .background import ask_long_slice
+
 __all__ = ["AdaptiveThreads", "BlasWorkers", "MachineLoad", "ADAPTIVE_ENV_VAR", "WORKER_NICE_ENV_VAR"]
 
 ADAPTIVE_ENV_VAR = "AIOGRAD_ADAPTIVE_THREADS"
@@ -192,8 +194,10 @@ class BlasWorkers:
     for a scheduler slice: that was the quiet server's /health tail (issue 19). So the
     workers run ``nice_step`` above the process's niceness: the loop gets the larger share
     of a core it shares with one, and an idle machine still gives them its cores. The
-    executor thread, which runs the narrow kernels and the first share of a wide one, keeps
-    its priority, so a busy machine (where jobs stay narrow) sees no change.
+    thread that runs the narrow kernels and the first share of a wide one is lowered as
+    far only while the machine is quiet (NOTE [Jobs run below the loop]), so a busy
+    machine (where jobs stay narrow) sees no change. Lowered, a worker also asks for a long
+    time slice (NOTE [A long slice lets the loop in]).
 
     How far down is a trade between two measurements (issue 19, 2-core VM; the server
     benchmark's quiet /health p99 pooled over 8 rounds, and ``benchmarks/neighbour.py``'s
@@ -221,7 +225,9 @@ class BlasWorkers:
     OpenBLAS loads (workers that sleep at once: a tail 0.7-1.2 ms lower for 6-12% less
     throughput, as each kernel must wake them; after 2^16-2^22 cycles: 7-22% less and no
     better tail); a shorter or longer EEVDF slice (``sched_setattr``) for the loop, the
-    executor or the workers (no change beyond the noise, or a worse tail); the products of
+    executor or the workers alone (no change beyond the noise, or a worse tail: the loop,
+    at the executor's priority, could not preempt it; with the executor's jobs lowered
+    too, a long slice for the lowered threads is what lets the loop in); the products of
     ``linear`` split in row bands between the executor and a helper thread of aiograd's,
     in place of BLAS workers (no spin, but 9-16% less throughput and no better tail: the
     helper woke too late to take its share); and narrow jobs whenever the loop thread was
@@ -250,6 +256,7 @@ class BlasWorkers:
             self.nice_step = nice_step
         self._threads, self._cpu_of, self._clock = threads, cpu_of, clock
         self._renice = renice or self._setpriority
+        self._lengthen: Callable[[int], Any] = ask_long_slice if renice is None else (lambda tid: None)
         self._delay_of = delay_of or self._schedstat_delay
         self._delay_files: dict[int, int] = {}  # tid -> an open descriptor of its schedstat
         self.found: list[int] = []  # the workers (NOTE [A starved worker ends the wide period])
@@ -325,6 +332,7 @@ class BlasWorkers:
             except OSError:  # not permitted, or the thread ended
                 continue
             self.lowered.append(tid)
+            self._lengthen(tid)  # NOTE [A long slice lets the loop in]
         self.done = True
 
 
@@ -342,6 +350,8 @@ class AdaptiveThreads:
     widen_below = 0.5  # cores used by other processes and the loop under which kernels go wide
     starved_share = 0.5  # a worker that waited this share of a wide job for a core ends the wide period
     starved_min_s = 0.001  # shorter wide jobs are not judged (a wait of a few scheduler ticks is noise)
+    quiet_below = 0.5  # cores other processes may use for the machine to count as quiet (NOTE [Jobs run below the loop])
+    quiet_for_s = 1.0  # how long the machine must have been quiet before jobs run below the loop
 
     def __init__(self, set_threads: Callable[[int], None], read: Callable[[], tuple[float, float] | None],
                  clock: Callable[[], float] = time.perf_counter,
@@ -365,6 +375,8 @@ class AdaptiveThreads:
         self.narrow_until = 0.0  # when the loop's holds end at the latest, on ``clock``
         self.widen = False  # the last reading allows wide jobs
         self.load: tuple[float, float] | None = None  # the last reading
+        self.quiet = False  # other processes idle for ``quiet_for_s`` (NOTE [Jobs run below the loop])
+        self._quiet_from: float | None = None  # when the readings began to find them idle
         self.starved = 0  # wide periods ended early (NOTE [A starved worker ends the wide period])
         self._job = threading.local()  # ``start``: (clock, workers' run delay) when this thread's job widened
         self._lock = threading.Lock()
@@ -376,6 +388,8 @@ class AdaptiveThreads:
             self.active = active and self.wide > self.narrow
             self.current = narrow
             self.widen = False
+            self.quiet = False
+            self._quiet_from = None
             self.load = None
             self._next = 0.0
 
@@ -390,6 +404,7 @@ class AdaptiveThreads:
                     self._next = now + self.period_s
                     self.load = self._read()
                     self.widen = self.decide(self.load) == self.wide
+                    self._note_quiet(now)
                     # only where narrow jobs use no worker at all (NOTE [BLAS workers yield])
                     self._look = self.workers is not None and not self.workers.done and self.narrow == 1
         if self.widen and self.current != self.wide and self._untouched() and self._widen():
@@ -401,6 +416,21 @@ class AdaptiveThreads:
             elif workers is not None and workers.found:
                 delay = workers.run_delay()
                 self._job.start = None if delay is None else (self._clock(), delay)
+
+    def _note_quiet(self, now: float) -> None:
+        """After a reading (under the lock): is the machine quiet, and since how long?"""
+        if self.load is None or self.load[0] > self.quiet_below:
+            self._quiet_from = None
+        elif self._quiet_from is None:
+            self._quiet_from = now
+        self.quiet = self._quiet_from is not None and now - self._quiet_from >= self.quiet_for_s
+
+    def unsettle(self) -> None:
+        """A job below the loop starved (NOTE [Jobs run below the loop]): the jobs run at the process's
+        priority until the machine has been quiet for ``quiet_for_s`` again, counted from now."""
+        with self._lock:
+            self.quiet = False
+            self._quiet_from = self._clock()
 
     def after_job(self) -> None:
         """Called on an executor thread after each job: back to narrow (NOTE [Adaptive BLAS threads]),

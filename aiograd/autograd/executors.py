@@ -43,6 +43,7 @@ import threadpoolctl
 
 from .. import _aio
 from ..device import CPU, Device
+from .background import BackgroundThread, executor_nice_by_env
 from .blas_threads import AdaptiveThreads, BlasWorkers, MachineLoad, adaptive_enabled_by_env, worker_nice_by_env
 from .ready_queue import ReadyQueue
 from . import accumulate, monitor
@@ -92,6 +93,7 @@ class DeviceRuntime:
         self._queue = ReadyQueue()
         self._lock = threading.Lock()  # the queue is pushed on the loop thread, popped on the device's
         self.handoffs = 0  # nodes sent to this device's thread so far (benchmarks/offload.py reports them)
+        self.background = _background_of(dev)  # runs the jobs below the loop (NOTE [Jobs run below the loop])
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -132,17 +134,22 @@ class DeviceRuntime:
             return
         _adaptive.before_job()
         t0 = perf_counter()
-        c0 = kernel_clock()
-        try:
-            outputs = ctx.run(_apply_sync, node, grads)
-            err = None
-        except BaseException as e:  # handed to the driver, which raises it
-            outputs, err = None, e
-        secs = kernel_clock() - c0
+        background = self.background
+        ran_on = None  # this thread
+        if _adaptive.quiet and background.wanted():  # NOTE [Jobs run below the loop]
+            try:
+                outputs, err, secs = background.run(_timed_apply, ctx, node, grads)
+            except BaseException as e:  # no thread could be started: the driver raises it, nothing hangs
+                outputs, err, secs = None, e, 0.0
+            ran_on = background.thread
+            if background.last_starved:
+                _adaptive.unsettle()
+        else:
+            outputs, err, secs = _timed_apply(ctx, node, grads)
         _adaptive.after_job()
         t1 = perf_counter()
         if gt.monitor is not None:
-            gt.monitor.ran_on_device(node, t0, t1)
+            gt.monitor.ran_on_device(node, t0, t1, ran_on)
         gt.post(gt.device_done, node, grads, outputs, err, secs)
 
     def discard(self, gt: "GraphTask") -> int:
@@ -157,11 +164,27 @@ class DeviceRuntime:
         ex, self._executor = self._executor, None
         if ex is not None:
             ex.shutdown(wait=True)
+        self.background.stop()
 
 
 def _apply_sync(node: "Node", grads: list[Any]) -> Any:
     with np.errstate(all="ignore"):
         return node.apply(grads)
+
+
+def _timed_apply(ctx: contextvars.Context, node: "Node", grads: list[Any]) -> tuple[Any, BaseException | None, float]:
+    """Run ``node`` in ``ctx`` on this thread: (outputs, None, kernel seconds), or (None, its error, seconds)."""
+    c0 = kernel_clock()
+    try:
+        outputs, err = ctx.run(_apply_sync, node, grads), None
+    except BaseException as e:  # handed to the driver, which raises it
+        outputs, err = None, e
+    return outputs, err, kernel_clock() - c0
+
+
+def _background_of(dev: Device) -> BackgroundThread:
+    """A device's background thread, not started yet (NOTE [Jobs run below the loop])."""
+    return BackgroundThread(f"aiograd-{dev}_background", _EXECUTOR_NICE, initializer=_mark_executor_thread)
 
 
 # The clock the offload policy learns kernel rates from: the thread's CPU time, so that
@@ -201,6 +224,7 @@ def _reset_after_fork() -> None:
     _RUNTIMES_LOCK = threading.Lock()
     for rt in _RUNTIMES.values():
         rt._executor = None
+        rt.background = _background_of(rt.device)  # its thread is the parent's
         rt._queue = ReadyQueue()
         rt._lock = threading.Lock()
     _thread_state.executor = False  # the forking thread may have been an executor's: here it is the main one
@@ -435,9 +459,20 @@ def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
 def _sized_job(ctx: contextvars.Context, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     _adaptive.before_job()
     try:
+        background = runtime(CPU).background
+        if _adaptive.quiet and background.wanted():  # NOTE [Jobs run below the loop]
+            try:
+                return background.run(_in_context, ctx, fn, args, kwargs)
+            finally:
+                if background.last_starved:
+                    _adaptive.unsettle()
         return ctx.run(fn, *args, **kwargs)
     finally:
         _adaptive.after_job()
+
+
+def _in_context(ctx: contextvars.Context, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    return ctx.run(fn, *args, **kwargs)
 
 
 async def await_job(job: "Future[T]") -> T:
@@ -601,6 +636,7 @@ def _setter(lib: Any) -> Callable[[int], Any]:
 _blas = _BlasThreads()
 _machine = MachineLoad()
 _workers = BlasWorkers(worker_nice_by_env())
+_EXECUTOR_NICE = executor_nice_by_env(BlasWorkers.nice_step)  # NOTE [Jobs run below the loop]
 _adaptive = AdaptiveThreads(_blas.set_fast, _machine.read, untouched=_blas.untouched,
                             workers=_workers)
 

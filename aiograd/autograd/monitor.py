@@ -169,10 +169,11 @@ class PassMonitor:
         if self.progress is not None:
             self._advance(end)
 
-    def ran_on_device(self, node: "Node", start: float, end: float) -> None:
-        """``node``'s kernels ran on this (device) thread from ``start`` to ``end``."""
+    def ran_on_device(self, node: "Node", start: float, end: float, thread: threading.Thread | None = None) -> None:
+        """``node``'s kernels ran on this (device) thread, or on ``thread`` for it (its background
+        thread, NOTE [Jobs run below the loop] in background.py), from ``start`` to ``end``."""
         if self.profiles:
-            thread = threading.current_thread()
+            thread = thread or threading.current_thread()
             self._record(_new_event(NodeEvent, (node.name(), self.graph_task, self.depth, _device_name(node.device),
                                                 thread.name, True, start, end, thread.ident or 0)))
 
