@@ -84,7 +84,8 @@ LAYERS: list[set[str]] = [
         "aiograd._generator", "aiograd._random",
     },
     {  # the engine
-        "aiograd.autograd.ready_queue", "aiograd.autograd.monitor", "aiograd.autograd.blas_threads",
+        "aiograd.autograd.ready_queue", "aiograd.autograd.monitor", "aiograd.autograd.background",
+        "aiograd.autograd.blas_threads",
         "aiograd.autograd.executors", "aiograd.autograd.engine", "aiograd.autograd.function",
     },
     {"aiograd.autograd.api"},

@@ -59,7 +59,8 @@ __all__ = [
 #   Tensor        tensor.py
 #   above Tensor  autograd.saved, autograd.accumulate, autograd.variable, _generator
 #                 (Generator.get_state makes a Tensor), _random (rand, randn...)
-#   the engine    autograd.ready_queue, monitor, blas_threads, executors, engine, function
+#   the engine    autograd.ready_queue, monitor, background, blas_threads, executors, engine,
+#                 function
 #   front end     autograd.api (backward, grad and their blocking twins)
 #
 # The ops, and checkpoint, functional and gradcheck (which use them), come above all these.

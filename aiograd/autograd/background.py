@@ -83,7 +83,7 @@ def ask_long_slice(tid: int) -> bool:
     niceness (NOTE [A long slice lets the loop in]); whether the kernel took the request."""
     if _SCHED_SETATTR is None or not sys.platform.startswith("linux"):
         return False
-    import ctypes
+    import ctypes  # only once a thread is lowered: ctypes takes about a millisecond to import
     import struct
 
     try:
