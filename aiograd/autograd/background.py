@@ -48,22 +48,29 @@ import threading
 from time import perf_counter
 from typing import Any, Callable, TypeVar, cast
 
-__all__ = ["BackgroundThread", "EXECUTOR_NICE_ENV_VAR", "executor_nice_by_env", "ask_long_slice"]
+__all__ = ["BackgroundThread", "EXECUTOR_NICE_ENV_VAR", "executor_nice_by_env", "nice_by_env", "ask_long_slice",
+           "open_schedstat", "run_delay"]
 
 T = TypeVar("T")
 
 EXECUTOR_NICE_ENV_VAR = "AIOGRAD_EXECUTOR_NICE"
 
 
-def executor_nice_by_env(default: int) -> int:
-    """How far below the process an executor's jobs run (NOTE [Jobs run below the loop]): ``default``,
-    or AIOGRAD_EXECUTOR_NICE (0: on the executor thread itself, at the process's priority)."""
-    env = os.environ.get(EXECUTOR_NICE_ENV_VAR, "").strip()
+def nice_by_env(variable: str, default: int) -> int:
+    """How many nice levels below the process a thread runs: ``default``, or the environment
+    ``variable`` (an integer from 0 to 19; 0: not lowered)."""
+    env = os.environ.get(variable, "").strip()
     if not env:
         return default
     if not env.isdigit() or int(env) > 19:
-        raise ValueError(f"{EXECUTOR_NICE_ENV_VAR} must be an integer from 0 to 19, got {env!r}")
+        raise ValueError(f"{variable} must be an integer from 0 to 19, got {env!r}")
     return int(env)
+
+
+def executor_nice_by_env(default: int) -> int:
+    """How far below the process an executor's jobs run (NOTE [Jobs run below the loop]): ``default``,
+    or AIOGRAD_EXECUTOR_NICE (0: on the executor thread itself, at the process's priority)."""
+    return nice_by_env(EXECUTOR_NICE_ENV_VAR, default)
 
 
 # NOTE [A long slice lets the loop in]: lowering a thread is not enough for the loop to get
@@ -95,17 +102,27 @@ def ask_long_slice(tid: int) -> bool:
         return False
 
 
+def open_schedstat(tid: int) -> int:
+    """A descriptor of Linux's ``/proc/self/task/<tid>/schedstat`` for ``run_delay``: kept open, a read
+    is about 2 us, an open and read about 19."""
+    return os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def run_delay(fd: int) -> float:
+    """Seconds the thread of schedstat descriptor ``fd`` has spent runnable but waiting for a core."""
+    return int(os.pread(fd, 64, 0).split()[1]) / 1e9
+
+
 def _own_run_delay() -> Callable[[], float]:
-    """A reader of the calling thread's run delay in seconds (Linux's schedstat, kept open: about 2 us a
-    read); a reader of 0.0 where there is none."""
+    """A reader of the calling thread's run delay; a reader of 0.0 where there is none."""
     try:
-        fd = os.open(f"/proc/self/task/{threading.get_native_id()}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_schedstat(threading.get_native_id())
     except OSError:
         return lambda: 0.0
 
     def read() -> float:
         try:
-            return int(os.pread(fd, 64, 0).split()[1]) / 1e9
+            return run_delay(fd)
         except (OSError, ValueError, IndexError):
             return 0.0
     return read

@@ -58,7 +58,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from .background import ask_long_slice
+from .background import ask_long_slice, nice_by_env, open_schedstat, run_delay
 
 __all__ = ["AdaptiveThreads", "BlasWorkers", "MachineLoad", "ADAPTIVE_ENV_VAR", "WORKER_NICE_ENV_VAR"]
 
@@ -157,12 +157,7 @@ WORKER_NICE_ENV_VAR = "AIOGRAD_BLAS_WORKER_NICE"
 def worker_nice_by_env() -> int:
     """How far below the process the BLAS workers run (NOTE [BLAS workers yield]): 10, or
     AIOGRAD_BLAS_WORKER_NICE (0 leaves them at the process's priority)."""
-    env = os.environ.get(WORKER_NICE_ENV_VAR, "").strip()
-    if not env:
-        return BlasWorkers.nice_step
-    if not env.isdigit() or int(env) > 19:
-        raise ValueError(f"{WORKER_NICE_ENV_VAR} must be an integer from 0 to 19, got {env!r}")
-    return int(env)
+    return nice_by_env(WORKER_NICE_ENV_VAR, BlasWorkers.nice_step)
 
 
 def _thread_cpu_of(tid: int) -> float:
@@ -269,13 +264,12 @@ class BlasWorkers:
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, 0) + step)
 
     def _schedstat_delay(self, tid: int) -> float:
-        """Seconds thread ``tid`` of this process has spent runnable but waiting for a core (Linux's
-        ``/proc/self/task/<tid>/schedstat``, its second field). The file stays open: a read of it is
-        about 2 us, an open and read about 19 (two a wide job)."""
+        """Seconds thread ``tid`` of this process has spent waiting for a core, through its schedstat
+        file, kept open (read twice a wide job)."""
         fd = self._delay_files.get(tid)
         if fd is None:
-            fd = self._delay_files[tid] = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
-        return int(os.pread(fd, 64, 0).split()[1]) / 1e9
+            fd = self._delay_files[tid] = open_schedstat(tid)
+        return run_delay(fd)
 
     def run_delay(self) -> float | None:
         """Seconds the workers found have waited for a core in all (None: none found, or unreadable)."""

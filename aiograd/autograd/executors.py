@@ -134,18 +134,10 @@ class DeviceRuntime:
             return
         _adaptive.before_job()
         t0 = perf_counter()
-        background = self.background
-        ran_on = None  # this thread
-        if _adaptive.quiet and background.wanted():  # NOTE [Jobs run below the loop]
-            try:
-                outputs, err, secs = background.run(_timed_apply, ctx, node, grads)
-            except BaseException as e:  # no thread could be started: the driver raises it, nothing hangs
-                outputs, err, secs = None, e, 0.0
-            ran_on = background.thread
-            if background.last_starved:
-                _adaptive.unsettle()
-        else:
-            outputs, err, secs = _timed_apply(ctx, node, grads)
+        try:
+            (outputs, err, secs), ran_on = _run_job(self.background, _timed_apply, ctx, node, grads)
+        except BaseException as e:  # no background thread could be started: the driver raises it, nothing hangs
+            (outputs, err, secs), ran_on = (None, e, 0.0), None
         _adaptive.after_job()
         t1 = perf_counter()
         if gt.monitor is not None:
@@ -459,20 +451,25 @@ def submit(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> "Future[T]":
 def _sized_job(ctx: contextvars.Context, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     _adaptive.before_job()
     try:
-        background = runtime(CPU).background
-        if _adaptive.quiet and background.wanted():  # NOTE [Jobs run below the loop]
-            try:
-                return background.run(_in_context, ctx, fn, args, kwargs)
-            finally:
-                if background.last_starved:
-                    _adaptive.unsettle()
-        return ctx.run(fn, *args, **kwargs)
+        return _run_job(runtime(CPU).background, _in_context, ctx, fn, args, kwargs)[0]
     finally:
         _adaptive.after_job()
 
 
 def _in_context(ctx: contextvars.Context, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
     return ctx.run(fn, *args, **kwargs)
+
+
+def _run_job(background: BackgroundThread, fn: Callable[..., T], *args: Any) -> tuple[T, threading.Thread | None]:
+    """Run an executor job on this thread or, while the machine is quiet, on ``background`` (NOTE [Jobs run
+    below the loop]); its result, and the background thread if it ran there (None: here)."""
+    if not (_adaptive.quiet and background.wanted()):
+        return fn(*args), None
+    try:
+        return background.run(fn, *args), background.thread
+    finally:
+        if background.last_starved:  # a neighbour arrived: the next jobs run here
+            _adaptive.unsettle()
 
 
 async def await_job(job: "Future[T]") -> T:
